@@ -212,6 +212,7 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
     j->seek_copy = 0;
     j->old_copy = 0;
     j->old_waits = 0;
+    j->lost = 0;
     j->poll_ms = poll_ms;
     j->grace_ms = grace_ms;
     j->old_until = 0;
@@ -403,6 +404,8 @@ ad_journal_elsewhere(ad_journal_t *j, const ad_fpos_t *fp, int last)
         return 0;
     }
 
+    j->lost = 1;
+
     if (j->cur.fd != -1 && j->cur.ino == fp->ino) {
         ad_log(AD_LOG_WARN, "journal %s was truncated or rewritten while "
                "alertd was stopped (its bytes before offset %lld are not "
@@ -482,6 +485,7 @@ static void
 ad_journal_drop_old(ad_journal_t *j, const char *why)
 {
     if (j->old.failing) {
+        j->lost = 1;
         ad_log(AD_LOG_WARN, "the rotated journal (inode %llu) could not be "
                "read at offset %lld and is no longer read (%s): lines "
                "written to it after the offset were not read",
@@ -530,6 +534,7 @@ ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp, int last)
         return -2;
     }
 
+    j->lost = 1;
     ad_log(AD_LOG_WARN, "the rotated journal file alertd was still reading "
            "(inode %llu) is gone from %s or was changed; lines written to "
            "it after offset %lld were not read",
@@ -1130,6 +1135,7 @@ ad_journal_check(ad_journal_t *j, ad_line_pt handler, void *data)
                    (unsigned long long) f.ino, (long long) f.off);
 
         } else {
+            j->lost = 1;
             ad_log(AD_LOG_WARN, "journal %s (inode %llu) is not the file "
                    "alertd was reading (inode %llu, its bytes before "
                    "offset %lld): reading it from the start; lines written "
@@ -1430,6 +1436,8 @@ ad_journal_copy(ad_journal_t *j, const ad_fpos_t *fp, const char *what,
         return rc;
     }
 
+    j->lost = 1;
+
     if (copy && rc == -1) {
         ad_log(AD_LOG_WARN, "journal %s: the copy %s changed before it "
                "could be read; lines after offset %lld were not read",
@@ -1486,6 +1494,32 @@ ad_journal_pos(const ad_journal_t *j, ad_pos_t *pos)
     if (j->seek_old.fp.valid) {
         pos->old = j->seek_old.fp;
     }
+}
+
+
+/*
+ * Whether every line of the journal was read, for --once, which must
+ * not exit as done when one was not: AD_JOURNAL_LOST if lines were said
+ * lost since ad_journal_open(); AD_JOURNAL_LEFT if some are left where
+ * the position is, for the next run: the last read of a file failed, or
+ * a file that may hold them is waited for.
+ */
+
+int
+ad_journal_unread(const ad_journal_t *j)
+{
+    int  u;
+
+    u = j->lost ? AD_JOURNAL_LOST : 0;
+
+    if (j->seek.fp.valid || j->seek_old.fp.valid || j->pending.valid
+        || j->old_waits || (j->cur.fd != -1 && j->cur.failing)
+        || (j->old.fd != -1 && j->old.failing))
+    {
+        u |= AD_JOURNAL_LEFT;
+    }
+
+    return u;
 }
 
 

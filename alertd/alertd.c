@@ -471,7 +471,10 @@ ad_usage(FILE *f)
 "                          stopped is told within one boot only\n"
 "  --once                  read the journal to its end, try each queued\n"
 "                          alert once and exit: 0 if none is left, 1 if\n"
-"                          some are (they stay queued)\n"
+"                          some are (they stay queued) or if lines of\n"
+"                          the journal were lost or left unread (a\n"
+"                          read that failed: the next run goes on\n"
+"                          where this one stopped)\n"
 "  --check                 read the policy and its sinks' secrets as a\n"
 "                          start or a reload would, and exit: 0 if\n"
 "                          alertd would run with them, 2 if it would\n"
@@ -494,10 +497,11 @@ ad_usage(FILE *f)
 "and the running one kept); TERM and INT stop after the attempts in\n"
 "flight, waiting at most %d s.\n"
 "\n"
-"Exit status: 0 done, 1 runtime failure (or --once with alerts left),\n"
-"2 usage or configuration error.  Logs go to standard error, one line\n"
-"per event.  See docs/alerts.md.\n", AD_OUTBOX_DEFAULT, AD_OUTBOX_LIMIT,
-                   AD_OUTBOX_DEFAULT, AD_STOP_GRACE / 1000);
+"Exit status: 0 done, 1 runtime failure (or --once with alerts left, or\n"
+"journal lines lost or unread), 2 usage or configuration error.  Logs\n"
+"go to standard error, one line per event.  See docs/alerts.md.\n",
+                   AD_OUTBOX_DEFAULT, AD_OUTBOX_LIMIT, AD_OUTBOX_DEFAULT,
+                   AD_STOP_GRACE / 1000);
 }
 
 
@@ -924,7 +928,7 @@ ad_sinks_log(const ad_sink_t *sinks, size_t n)
 static int
 ad_loop(ad_ctx_t *ctx)
 {
-    int      fds[2], ready[2], rc;
+    int      fds[2], ready[2], rc, unread;
     size_t   i;
     int64_t  next_poll, dropped;
 
@@ -1001,6 +1005,35 @@ ad_loop(ad_ctx_t *ctx)
         ad_log(AD_LOG_WARN, "%zu alert(s) still queued; the next run tries "
                "them again", ctx->outbox.n);
         rc = 1;
+    }
+
+    /*
+     * --once is done only if it read the whole journal: lines it said
+     * lost, or left unread (a read that failed, a file waited for, an
+     * alert that could not be queued), make it a failure too.
+     */
+
+    if (ctx->once) {
+        unread = ad_journal_unread(ctx->journal);
+
+        if (ctx->blocked_until != 0) {
+            unread |= AD_JOURNAL_LEFT;
+        }
+
+        if (unread & AD_JOURNAL_LOST) {
+            ad_log(AD_LOG_WARN, "lines of the journal were lost in this run "
+                   "(said above); exit status 1");
+        }
+
+        if (unread & AD_JOURNAL_LEFT) {
+            ad_log(AD_LOG_WARN, "lines of the journal are left unread (said "
+                   "above); the next run goes on from where this one "
+                   "stopped; exit status 1");
+        }
+
+        if (unread != 0) {
+            rc = 1;
+        }
     }
 
     ad_group_stop(&ctx->groups);

@@ -494,6 +494,8 @@ typedef struct {
     unsigned         watch:1;               /* following it (not --once);
                                                ifd is -1 while inotify
                                                fails: polled instead */
+    unsigned         lost:1;                /* lines were said lost
+                                               since it was opened */
     char             buf[AD_PRINT_MAX + AD_READ_MAX + 1];   /* the
                                                tail, then what follows it:
                                                a longest line and its
@@ -518,6 +520,13 @@ void ad_journal_close(ad_journal_t *j);
 void ad_journal_events(ad_journal_t *j);
 int ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data);
 void ad_journal_pos(const ad_journal_t *j, ad_pos_t *pos);
+
+#define AD_JOURNAL_LOST        1        /* ad_journal_unread(): lines
+                                           said lost */
+#define AD_JOURNAL_LEFT        2        /* lines left where the
+                                           position is */
+
+int ad_journal_unread(const ad_journal_t *j);
 int64_t ad_journal_next(const ad_journal_t *j);
 
 
