@@ -15,7 +15,7 @@
 # kept of the answer cut off, which the pieces taken out before it can
 # bring into the 160 bytes logged.
 #
-# The receiver is this file, run with --server: it answers 404 to every
+# The receiver (AlertdTest::answering_server) answers 404 to every
 # POST, "Cannot POST <target>", or, for an alert whose reason is "long",
 # the target's last piece over and over (its 1024 bytes end inside
 # one).
@@ -36,46 +36,19 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use AlertdTest;
-use IO::Socket::INET;
 use Test::More;
 
 my $token = 'FAKEsecretTOKEN' . ('0123456789' x 4) . 'FAKEend';
 
-if (@ARGV && $ARGV[0] eq '--server') {
-    my (undef, $port_file) = @ARGV;
-    my $l = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
-                                  Listen => 16, ReuseAddr => 1)
-        or die "listen: $!";
-    open(my $fh, '>', "$port_file.tmp") or die;
-    print $fh $l->sockport;
-    close $fh;
-    rename "$port_file.tmp", $port_file or die;
-
-    while (my $c = $l->accept) {
-        local $/ = "\r\n\r\n";
-        my $head = <$c> // next;
-        my ($target) = $head =~ m{^POST (\S+)};
-        my ($len) = $head =~ /^Content-Length: (\d+)/mi;
-        my $body = '';
-        read($c, $body, $len // 0);
-        my $answer = $body =~ /"reason":"long"/
-                   ? ('/' . $token) x 30
-                   : 'Cannot POST ' . ($target // '?');
-        print $c "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\n"
-               . 'Content-Length: ' . length($answer)
-               . "\r\nConnection: close\r\n\r\n$answer";
-        close $c;
-    }
-    exit 0;
-}
-
 my $t = AlertdTest->new;
-$t->secret('hook', 'whsec_' . 'E' x 32);
+$t->secret('hook', 'whsec_FAKE' . 'E' x 28);
 
-my $port_file = $t->dir . '/server.port';
-$t->spawn('server', $^X, $0, '--server', $port_file);
-ok($t->wait_for(sub { -s $port_file }), 'the receiver runs');
-my $port = $t->read_file($port_file);
+my $port = $t->answering_server(sub {
+    my ($target, $body) = @_;
+    return ('404 Not Found', $body =~ /"reason":"long"/
+                             ? ('/' . $token) x 30 : "Cannot POST $target");
+});
+ok($port, 'the receiver runs');
 
 my $url = "http://127.0.0.1:$port/services/T0FAKE01/B0FAKE02/$token";
 $t->policy({ webhook => $url, secret => 'hook' });
@@ -107,7 +80,7 @@ $t->done_logs;
 # 2. every alert refused, until the receiver is fixed
 my $u = AlertdTest->new;
 my $up = $u->dir . '/up';
-my $r = $u->receiver(secret => $u->secret('hook', 'whsec_' . 'F' x 32),
+my $r = $u->receiver(secret => $u->secret('hook', 'whsec_FAKE' . 'F' x 28),
                      fail_until => $up, fail_mode => 401);
 $u->policy({ webhook => $r->{url}, secret => 'hook' });
 $u->alertd('--poll-interval', '1h', '--repeat-interval', '1h');

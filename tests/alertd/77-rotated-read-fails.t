@@ -30,34 +30,13 @@ use Test::More;
 
 my $t = AlertdTest->new;
 my $j = $t->journal;
-my $env = $t->fault('pread', (split m{/}, $j)[-1] . '.1', 5);
+my $r = $t->beside_setup('pread', 5);
 
-my $r = $t->receiver(secret => $t->secret('hook', 'whsec_FAKE' . 'F' x 28));
-$t->policy({ webhook => $r->{url}, secret => 'hook' });
-
-my @args = ('--verbose', '--repeat-interval', '1h', '--poll-interval',
-            '1s', '--rotate-grace', '1h');
 my $read = qr/\berror: reading \Q$j.1\E at offset \d+: Input.* it may be /;
 my $lost = qr/were not read/;
-my @all;
 
-sub alert_to {
-    my ($path, $reason) = @_;
-    my ($id, $line) = $t->alert_line(reason => $reason);
-    $t->append($line, $path);
-    push @all, $id;
-    return $id;
-}
-
-sub once {
-    my (@ids) = @_;
-    my %n;
-    $n{$_->{id}}++ for $t->accepted($r);
-    return join(',', map { $n{$_} // 0 } @ids);
-}
-
-$t->alertd_env($env, @args);
-my $a = alert_to($j, 'ra');
+$t->beside_alertd;
+my $a = $t->beside_alert('ra');
 ok($t->wait_for(sub { $t->delivered($r, $a) }), 'A is delivered');
 ok($t->wait_for(sub { ($t->saved_state->{offset} // -1) == -s $j }),
    'the position after A is saved');
@@ -68,11 +47,11 @@ is($t->stop($t->alertd_pid), 0, 'alertd stops');
 # 1. rotated while alertd was stopped, a late line in the rotated file
 
 rename $j, "$j.1" or die "rename: $!";
-my $b = alert_to("$j.1", 'rb');
-my $c = alert_to($j, 'rc');
+my $b = $t->beside_alert('rb', "$j.1");
+my $c = $t->beside_alert('rc');
 
 $t->fault_on;
-$t->alertd_env($env, @args);
+$t->beside_alertd;
 ok($t->log_has($read), 'the failed read of the rotated file is said')
     or diag($t->alertd_log);
 ok($t->settle, 'a round after it');
@@ -91,7 +70,7 @@ like($t->alertd_log, qr/\binfo: \Q$fin $j.1\E from offset/,
      'the log says the rotated file is finished first');
 like($t->alertd_log, qr/\binfo: reading \Q$j.1\E works again, /,
      'and that reading it works again');
-is(once($a, $b, $c), '1,1,1', 'A, B and C were each sent once');
+is($t->times_sent($a, $b, $c), '1,1,1', 'A, B and C were each sent once');
 
 
 # 2. stopped while the rotated file was still read for late lines (an
@@ -100,15 +79,13 @@ is(once($a, $b, $c), '1,1,1', 'A, B and C were each sent once');
 ok($t->wait_for(sub { $t->saved_state->{rotated} }),
    'the rotated file is in the saved position');
 is($t->stop($t->alertd_pid), 0, 'alertd stops again');
-my $d = alert_to("$j.1", 'rd');
+my $d = $t->beside_alert('rd', "$j.1");
 
 $t->fault_on;
-my $n = $t->log_count($read);
-$t->alertd_env($env, @args);
-ok($t->wait_for(sub { $t->log_count($read) > $n }),
+ok($t->log_more($read, sub { $t->beside_alertd }),
    'the failed read of the rotated file is said again')
     or diag($t->alertd_log);
-my $e = alert_to($j, 're');
+my $e = $t->beside_alert('re');
 ok($t->wait_for(sub { $t->delivered($r, $e) }),
    'E, in the journal, is read meanwhile');
 ok($t->settle, 'a round after it');
@@ -130,10 +107,10 @@ like($t->alertd_log, qr/\binfo: reading the rotated journal \Q$j.1\E from /,
 my $over = qr/\binfo: stopped reading the rotated journal .* is over$/m;
 ok($t->log_more($over, sub {
        is($t->stop($t->alertd_pid), 0, 'alertd stops again');
-       $t->alertd_env($env, @args[0 .. 4], '--rotate-grace', '1s');
+       $t->beside_alertd('1s');
    }), 'restarted with a grace of 1 s: the rotated file\'s grace ends')
     or diag($t->alertd_log);
-my $f = alert_to($j, 'rf');
+my $f = $t->beside_alert('rf');
 ok($t->wait_for(sub { $t->delivered($r, $f)
                      && !$t->saved_state->{rotated} }),
    'the grace over, the rotated file leaves the saved position');
@@ -141,33 +118,20 @@ is($t->stop($t->alertd_pid), 0, 'alertd stops again');
 
 unlink "$j.1" or die "unlink: $!";
 rename $j, "$j.1" or die "rename: $!";
-my ($x, $line) = $t->alert_line(reason => 'rx');
-$t->append($line, "$j.1");
-my $g = alert_to($j, 'rg');
+my $x = $t->beside_alert('rx', "$j.1");
+$t->forget($x);
+my $g = $t->beside_alert('rg');
 
 $t->fault_on;
 
 # --once reads the journal now or not at all: it stops on the error
-my $pid = do {
-    local @ENV{keys %$env} = values %$env;
-    $t->spawn('once', $t->bin, '--policy', $t->dir . '/policy.yaml',
-              '--keyring', $t->keyring, '--journal', $j,
-              '--state', $t->state, '--once');
-};
-my $st = $t->reap($pid);
-unless (defined $st) {
-    kill 'KILL', $pid;
-    $t->reap($pid, 5);
-}
-is(defined $st ? $st >> 8 : 'hung', 2, '--once exits 2');
+my ($st, $once) = $t->once_run;
+is($st, 2, '--once exits 2');
 my $why = 'cannot tell whether the journal file alertd was reading is beside';
-like($t->read_file('once.log'), qr/\berror: \Q$why $j\E: Input/,
-     'and says why');
-unlike($t->read_file('once.log'), $lost, 'it says no line lost');
+like($once, qr/\berror: \Q$why $j\E: Input/, 'and says why');
+unlike($once, $lost, 'it says no line lost');
 
-$n = $t->log_count($read);
-$t->alertd_env($env, @args[0 .. 4], '--rotate-grace', '1s');
-ok($t->wait_for(sub { $t->log_count($read) > $n }),
+ok($t->log_more($read, sub { $t->beside_alertd('1s') }),
    'the failed read is said')
     or diag($t->alertd_log);
 ok($t->log_has(qr/\bwarning: \Q$j.1\E could not be read for 1000 ms /
@@ -182,7 +146,7 @@ ok($t->wait_for(sub { $t->delivered($r, $g) }),
     or diag($t->alertd_log);
 ok($t->settle && $t->drained($r), 'alertd is done');
 ok(!$t->delivered($r, $x), 'X, in the file that cannot be read, is not');
-is(once(@all), join(',', map { 1 } @all), 'every other alert sent once');
+$t->sent_once;
 $t->fault_off;
 
 $t->done;

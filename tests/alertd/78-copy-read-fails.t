@@ -31,50 +31,14 @@ use Test::More;
 
 my $t = AlertdTest->new;
 my $j = $t->journal;
-my $env = $t->fault('pread', (split m{/}, $j)[-1] . '.1', 5);
+my $r = $t->beside_setup('pread', 5);
 
-my $r = $t->receiver(secret => $t->secret('hook', 'whsec_' . 'F' x 32));
-$t->policy({ webhook => $r->{url}, secret => 'hook' });
-
-my @args = ('--verbose', '--repeat-interval', '1h', '--poll-interval',
-            '1s', '--rotate-grace', '1h');
 my $read = qr/\berror: reading \Q$j.1\E at offset \d+: Input.* it may be /
            . qr/the copy a copytruncate kept of the journal file /;
 my $lost = qr/were not read/;
-my @all;
 
-sub alert {
-    my ($reason) = @_;
-    my ($id, $line) = $t->alert_line(reason => $reason);
-    $t->append($line);
-    push @all, $id;
-    return $id;
-}
-
-sub once {
-    my (@ids) = @_;
-    my %n;
-    $n{$_->{id}}++ for $t->accepted($r);
-    return join(',', map { $n{$_} // 0 } @ids);
-}
-
-# held over it: a line alertd has not read, the copy made (the failure
-# on), the journal truncated and a line written to it again
-sub copytruncate {
-    my ($unread, $after) = @_;
-    kill 'STOP', $t->alertd_pid;
-    my $b = alert($unread);
-    my $off = -s $j;
-    $t->fault_on;
-    system('cp', $j, "$j.1") == 0 or die "cp: $?";
-    truncate $j, 0 or die "truncate: $!";
-    my $c = alert($after);
-    kill 'CONT', $t->alertd_pid;
-    return ($b, $c, $off);
-}
-
-$t->alertd_env($env, @args);
-my $a = alert('ra');
+$t->beside_alertd;
+my $a = $t->beside_alert('ra');
 ok($t->wait_for(sub { $t->delivered($r, $a) }), 'A is delivered');
 ok($t->settle, 'alertd has read everything so far');
 my $at = -s $j;
@@ -82,7 +46,7 @@ my $at = -s $j;
 
 # 1. the copy cannot be read for a while
 
-my ($b, $c) = copytruncate('rb', 'rc');
+my ($b, $c) = $t->copytruncate('rb', 'rc');
 ok($t->log_has($read), 'the failed read of the copy is said')
     or diag($t->alertd_log);
 ok($t->settle, 'a round after it');
@@ -101,20 +65,16 @@ like($t->alertd_log, qr/\b$fin/,
      'the log says the copy is finished first') or diag($t->alertd_log);
 like($t->alertd_log, qr/\binfo: reading \Q$j.1\E works again, /,
      'and that reading it works again');
-my @got = map { $_->{id} } $t->accepted($r);
-my ($ib) = grep { $got[$_] eq $b } 0 .. $#got;
-my ($ic) = grep { $got[$_] eq $c } 0 .. $#got;
-ok(defined $ib && defined $ic && $ib < $ic, 'B before C');
-is(once($a, $b, $c), '1,1,1', 'A, B and C were each sent once');
+ok($t->sent_before($b, $c), 'B before C');
+is($t->times_sent($a, $b, $c), '1,1,1', 'A, B and C were each sent once');
 
 
 # 2. stopped while it waits: the position saved is the copy's
 
 ok($t->settle, 'alertd has read everything so far');
 $at = -s $j;
-my $n = $t->log_count($read);
-my ($d, $e) = copytruncate('rd', 're');
-ok($t->wait_for(sub { $t->log_count($read) > $n }),
+my ($d, $e);
+ok($t->log_more($read, sub { ($d, $e) = $t->copytruncate('rd', 're') }),
    'the failed read of the copy is said again')
     or diag($t->alertd_log);
 is($t->stop($t->alertd_pid), 0, 'alertd stops while it waits');
@@ -123,7 +83,7 @@ is($t->saved_state->{offset}, $at, 'the saved position is where it was, '
 
 my $start = qr/\berror: reading \Q$j.1\E at offset $at: Input.* it may be /
             . qr/the journal file alertd was reading /;
-$t->alertd_env($env, @args);
+$t->beside_alertd;
 ok($t->log_has($start), 'at start the copy still cannot be read: said')
     or diag($t->alertd_log);
 ok($t->settle, 'a round after it');
@@ -145,14 +105,11 @@ unlike($t->alertd_log, $lost, 'no line is said lost');
 
 ok($t->settle, 'alertd has read everything so far');
 is($t->stop($t->alertd_pid), 0, 'alertd stops again');
-$t->alertd_env($env, @args[0 .. 4], '--rotate-grace', '1s');
+$t->beside_alertd('1s');
 ok($t->settle, 'restarted with a grace of 1 s');
 $at = -s $j;
-$n = $t->log_count($read);
-my ($x, $g) = copytruncate('rx', 'rg');
-pop @all for 1 .. 2;
-push @all, $g;
-ok($t->wait_for(sub { $t->log_count($read) > $n }),
+my ($x, $g);
+ok($t->log_more($read, sub { ($x, $g) = $t->copytruncate('rx', 'rg') }),
    'the failed read is said')
     or diag($t->alertd_log);
 ok($t->log_has(qr/\bwarning: \Q$j.1\E could not be read for 1000 ms /
@@ -168,7 +125,8 @@ ok($t->wait_for(sub { $t->delivered($r, $g) }),
     or diag($t->alertd_log);
 ok($t->settle && $t->drained($r), 'alertd is done');
 ok(!$t->delivered($r, $x), 'X, in the copy that cannot be read, is not');
-is(once(@all), join(',', map { 1 } @all), 'every other alert sent once');
+$t->forget($x);
+$t->sent_once;
 $t->fault_off;
 
 $t->done;

@@ -30,49 +30,23 @@ use Test::More;
 
 my $t = AlertdTest->new;
 my $j = $t->journal;
-my $env = $t->fault('open', (split m{/}, $j)[-1] . '.1', 13);
+my $r = $t->beside_setup('open', 13);
 
-my $r = $t->receiver(secret => $t->secret('hook', 'whsec_' . 'F' x 32));
-$t->policy({ webhook => $r->{url}, secret => 'hook' });
-
-my @args = ('--verbose', '--repeat-interval', '1h', '--poll-interval',
-            '1s', '--rotate-grace', '1h');
 my $denied = qr/\berror: reading \Q$j.1\E at offset \d+: Permission denied; /
              . qr/it may be the /;
 my $lost = qr/were not read/;
-my @all;
 
-sub alert_to {
-    my ($path, $reason) = @_;
-    my ($id, $line) = $t->alert_line(reason => $reason);
-    $t->append($line, $path);
-    push @all, $id;
-    return $id;
-}
-
-sub once {
-    my (@ids) = @_;
-    my %n;
-    $n{$_->{id}}++ for $t->accepted($r);
-    return join(',', map { $n{$_} // 0 } @ids);
-}
-
-$t->alertd_env($env, @args);
-my $a = alert_to($j, 'ra');
+$t->beside_alertd;
+my $a = $t->beside_alert('ra');
 ok($t->wait_for(sub { $t->delivered($r, $a) }), 'A is delivered');
 ok($t->settle, 'alertd has read everything so far');
 
 
 # 1. running: copytruncate, the copy cannot be opened for a while (held
-# over it, so that alertd finds the journal truncated: 09-truncate.t)
+# over it, so that alertd finds the journal truncated: 09-truncate.t,
+# AlertdTest::copytruncate)
 
-kill 'STOP', $t->alertd_pid;
-my $b = alert_to($j, 'rb');
-$t->fault_on;
-system('cp', $j, "$j.1") == 0 or die "cp: $?";
-truncate $j, 0 or die "truncate: $!";
-my $c = alert_to($j, 'rc');
-kill 'CONT', $t->alertd_pid;
+my ($b, $c) = $t->copytruncate('rb', 'rc');
 
 ok($t->log_has(qr/$denied/ . qr/copy a copytruncate kept/),
    'the copy that cannot be opened is said, with the error')
@@ -88,7 +62,7 @@ ok($t->wait_for(sub { $t->delivered($r, $b, $c) }),
     or diag($t->alertd_log);
 ok($t->log_has(qr/\bfinishing its copy \Q$j.1\E from offset /),
    'the copy is finished first');
-is(once($a, $b, $c), '1,1,1', 'A, B and C were each sent once');
+is($t->times_sent($a, $b, $c), '1,1,1', 'A, B and C were each sent once');
 
 
 # 2. at start: rotated while alertd was stopped, the rotated file cannot
@@ -97,13 +71,11 @@ is(once($a, $b, $c), '1,1,1', 'A, B and C were each sent once');
 ok($t->settle, 'alertd has read everything so far');
 is($t->stop($t->alertd_pid), 0, 'alertd stops');
 rename $j, "$j.1" or die "rename: $!";
-my $d = alert_to("$j.1", 'rd');
-my $e = alert_to($j, 're');
+my $d = $t->beside_alert('rd', "$j.1");
+my $e = $t->beside_alert('re');
 
 $t->fault_on;
-my $n = $t->log_count($denied);
-$t->alertd_env($env, @args);
-ok($t->wait_for(sub { $t->log_count($denied) > $n }),
+ok($t->log_more($denied, sub { $t->beside_alertd }),
    'the rotated file that cannot be opened is said')
     or diag($t->alertd_log);
 ok($t->alertd_log =~ qr/$denied/ . qr/journal file alertd was reading /,
@@ -130,14 +102,12 @@ ok($t->settle, 'alertd has read everything so far');
 is($t->stop($t->alertd_pid), 0, 'alertd stops again');
 unlink "$j.1" or die "unlink: $!";
 rename $j, "$j.1" or die "rename: $!";
-my ($x, $line) = $t->alert_line(reason => 'rx');
-$t->append($line, "$j.1");
-my $g = alert_to($j, 'rg');
+my $x = $t->beside_alert('rx', "$j.1");
+$t->forget($x);
+my $g = $t->beside_alert('rg');
 
 $t->fault_on;
-$n = $t->log_count($denied);
-$t->alertd_env($env, @args[0 .. 4], '--rotate-grace', '1s');
-ok($t->wait_for(sub { $t->log_count($denied) > $n }),
+ok($t->log_more($denied, sub { $t->beside_alertd('1s') }),
    'the rotated file that cannot be opened is said')
     or diag($t->alertd_log);
 ok($t->log_has(qr/\bwarning: \Q$j.1\E could not be read for 1000 ms /
@@ -153,7 +123,7 @@ ok($t->wait_for(sub { $t->delivered($r, $g) }),
     or diag($t->alertd_log);
 ok($t->settle && $t->drained($r), 'alertd is done');
 ok(!$t->delivered($r, $x), 'X, in the file that cannot be opened, is not');
-is(once(@all), join(',', map { 1 } @all), 'every other alert sent once');
+$t->sent_once;
 $t->fault_off;
 
 $t->done;

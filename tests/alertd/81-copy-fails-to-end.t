@@ -32,13 +32,8 @@ use Test::More;
 
 my $t = AlertdTest->new;
 my $j = $t->journal;
-my $env = $t->fault('pread', (split m{/}, $j)[-1] . '.1', 5, 8192);
+my $r = $t->beside_setup('pread', 5, 8192);
 
-my $r = $t->receiver(secret => $t->secret('hook', 'whsec_' . 'F' x 32));
-$t->policy({ webhook => $r->{url}, secret => 'hook' });
-
-my @args = ('--verbose', '--repeat-interval', '1h', '--poll-interval',
-            '1s');
 my $waits = qr/\bwarning: the copy a copytruncate kept of the journal /
             . qr/\(inode \d+\) could not be read at offset (\d+): tried /
             . qr/again at every poll for up to (\d+) ms \(--rotate-grace\), /
@@ -48,47 +43,17 @@ my $lost = qr/\bwarning: the rotated journal \(inode \d+\) could not be /
            . qr/lines written to it after the offset were not read/;
 $lost = qr/$lost/;
 $waits = qr/$waits/;
-my @all;
-
-sub alert {
-    my ($reason) = @_;
-    my ($id, $line) = $t->alert_line(reason => $reason);
-    $t->append($line);
-    push @all, $id;
-    return $id;
-}
-
-sub once {
-    my (@ids) = @_;
-    my %n;
-    $n{$_->{id}}++ for $t->accepted($r);
-    return join(',', map { $n{$_} // 0 } @ids);
-}
-
-# held over it: a line alertd has not read, the copy made (the failure
-# on), the journal truncated and a line written to it again
-sub copytruncate {
-    my ($unread, $after) = @_;
-    kill 'STOP', $t->alertd_pid;
-    my $b = alert($unread);
-    $t->fault_on;
-    system('cp', $j, "$j.1") == 0 or die "cp: $?";
-    truncate $j, 0 or die "truncate: $!";
-    my $c = alert($after);
-    kill 'CONT', $t->alertd_pid;
-    return ($b, $c);
-}
 
 
 # 1. the copy's lines cannot be read for a while
 
-$t->alertd_env($env, @args, '--rotate-grace', '1h');
-my $a = alert('ra');
+$t->beside_alertd;
+my $a = $t->beside_alert('ra');
 ok($t->wait_for(sub { $t->delivered($r, $a) }), 'A is delivered');
 ok($t->settle, 'alertd has read everything so far');
 my $at = -s $j;
 
-my ($b, $c) = copytruncate('rb', 'rc');
+my ($b, $c) = $t->copytruncate('rb', 'rc');
 ok($t->log_has($waits), 'the failed read of the copy is said, and that '
    . 'it is tried again')
     or diag($t->alertd_log);
@@ -110,28 +75,24 @@ $t->fault_off;
 ok($t->wait_for(sub { $t->delivered($r, $b, $c) }),
    'once it can be read, B and then C are delivered')
     or diag($t->alertd_log);
-my @got = map { $_->{id} } $t->accepted($r);
-my ($ib) = grep { $got[$_] eq $b } 0 .. $#got;
-my ($ic) = grep { $got[$_] eq $c } 0 .. $#got;
-ok(defined $ib && defined $ic && $ib < $ic, 'B before C');
+ok($t->sent_before($b, $c), 'B before C');
 unlike($t->alertd_log, $lost, 'no line is said lost');
 ok($t->settle && $t->drained($r), 'alertd is done');
-is(once($a, $b, $c), '1,1,1', 'A, B and C were each sent once');
+is($t->times_sent($a, $b, $c), '1,1,1', 'A, B and C were each sent once');
 
 
 # 2. a copy whose lines never can be read: given up after --rotate-grace
 
 is($t->stop($t->alertd_pid), 0, 'alertd stops');
 unlink "$j.1" or die "unlink: $!";
-$t->alertd_env($env, @args, '--rotate-grace', '1s');
+$t->beside_alertd('1s');
 ok($t->settle, 'restarted with a grace of 1 s');
 $at = -s $j;
-my $n = $t->log_count($waits);
-my ($x, $g) = copytruncate('rx', 'rg');
-@all = grep { $_ ne $x } @all;
-ok($t->wait_for(sub { $t->log_count($waits) > $n }),
+my ($x, $g);
+ok($t->log_more($waits, sub { ($x, $g) = $t->copytruncate('rx', 'rg') }),
    'the failed read is said')
     or diag($t->alertd_log);
+$t->forget($x);
 ok($t->wait_for(sub { $t->log_has($lost) }),
    'after the grace it is given up, its lines said lost')
     or diag($t->alertd_log);
@@ -144,6 +105,6 @@ ok($t->wait_for(sub { $t->delivered($r, $g) }),
 $t->fault_off;
 ok($t->settle && $t->drained($r), 'alertd is done');
 ok(!$t->delivered($r, $x), 'X, in the copy that cannot be read, is not');
-is(once(@all), join(',', map { 1 } @all), 'every other alert sent once');
+$t->sent_once;
 
 $t->done;

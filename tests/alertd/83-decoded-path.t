@@ -11,21 +11,20 @@
 # logged.  Now the piece decoded is taken out too, however the answer
 # encodes it; a piece too short for a secret, decoded or not, stays.
 #
-# The receiver is this file, run with --server: it answers each POST
-# with the status and the quoting that the alert's reason names: 404,
-# but 500 to an alert whose reason is "fivexx" and 200 to one whose
-# reason is "ok".  An alert answered 500 three times is passed over for
-# the next, and once the sink took that one, its next 500 is logged
-# with the answer (a receiver that fails on one alert alone, alerts.md's
-# retries): that answer is scrubbed as well.  Nothing is timed: the
-# test waits for the log lines.
+# The receiver (AlertdTest::answering_server, as 41-refusals.t's)
+# answers each POST with the status and the quoting that the alert's
+# reason names: 404, but 500 to an alert whose reason is "fivexx" and
+# 200 to one whose reason is "ok".  An alert answered 500 three times
+# is passed over for the next, and once the sink took that one, its
+# next 500 is logged with the answer (a receiver that fails on one
+# alert alone, alerts.md's retries): that answer is scrubbed as well.
+# Nothing is timed: the test waits for the log lines.
 
 use strict;
 use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use AlertdTest;
-use IO::Socket::INET;
 use Test::More;
 
 # the secret as the URL has it (a path has no escapes: policy.md), and
@@ -33,59 +32,36 @@ use Test::More;
 my $piece = "FAKE!tok*en+ab'(0123456789)";
 my $short = 'v+1';
 
-if (@ARGV && $ARGV[0] eq '--server') {
-    my (undef, $port_file) = @ARGV;
-    my $l = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
-                                  Listen => 16, ReuseAddr => 1)
-        or die "listen: $!";
-    open(my $fh, '>', "$port_file.tmp") or die;
-    print $fh $l->sockport;
-    close $fh;
-    rename "$port_file.tmp", $port_file or die;
+# as the alert's reason says: the status, and how the target is quoted
+sub answer {
+    my ($target, $body) = @_;
+    my ($reason) = $body =~ /"reason":"([a-z]+)"/;
+    $reason //= '?';
 
-    while (my $c = $l->accept) {
-        local $/ = "\r\n\r\n";
-        my $head = <$c> // next;
-        my ($target) = $head =~ m{^POST (\S+)};
-        my ($len) = $head =~ /^Content-Length: (\d+)/mi;
-        my $body = '';
-        read($c, $body, $len // 0);
-        my ($reason) = $body =~ /"reason":"([a-z]+)"/;
-        $target //= '?';
-        $reason //= '?';
-
-        (my $q = $target) =~ tr/+/ /;
-        my $status = '404 Not Found';
-        if ($reason eq 'lower') {
-            ($q = $target) =~ s{([!*'()+])}{sprintf('%%%02x', ord $1)}ge;
-        } elsif ($reason eq 'upper') {
-            ($q = $target) =~ s{([!*'()+])}{sprintf('%%%02X', ord $1)}ge;
-        } elsif ($reason eq 'every') {
-            ($q = $target) =~ s{([^/])}{sprintf('%%%02X', ord $1)}ge;
-        } elsif ($reason eq 'space') {
-            ($q = $target) =~ s{\+}{%20}g;
-        } elsif ($reason eq 'ok') {
-            $status = '200 OK';
-        } elsif ($reason eq 'fivexx') {
-            $status = '500 Internal Server Error';
-        }
-
-        my $answer = $status =~ /^200/ ? '' : "Cannot POST $q";
-        print $c "HTTP/1.1 $status\r\nContent-Type: text/plain\r\n"
-               . 'Content-Length: ' . length($answer)
-               . "\r\nConnection: close\r\n\r\n$answer";
-        close $c;
+    (my $q = $target) =~ tr/+/ /;
+    my $status = '404 Not Found';
+    if ($reason eq 'lower') {
+        ($q = $target) =~ s{([!*'()+])}{sprintf('%%%02x', ord $1)}ge;
+    } elsif ($reason eq 'upper') {
+        ($q = $target) =~ s{([!*'()+])}{sprintf('%%%02X', ord $1)}ge;
+    } elsif ($reason eq 'every') {
+        ($q = $target) =~ s{([^/])}{sprintf('%%%02X', ord $1)}ge;
+    } elsif ($reason eq 'space') {
+        ($q = $target) =~ s{\+}{%20}g;
+    } elsif ($reason eq 'ok') {
+        $status = '200 OK';
+    } elsif ($reason eq 'fivexx') {
+        $status = '500 Internal Server Error';
     }
-    exit 0;
+
+    return ($status, $status =~ /^200/ ? '' : "Cannot POST $q");
 }
 
 my $t = AlertdTest->new;
-$t->secret('hook', 'whsec_' . 'G' x 32);
+$t->secret('hook', 'whsec_FAKE' . 'G' x 28);
 
-my $port_file = $t->dir . '/server.port';
-$t->spawn('server', $^X, $0, '--server', $port_file);
-ok($t->wait_for(sub { -s $port_file }), 'the receiver runs');
-my $port = $t->read_file($port_file);
+my $port = $t->answering_server(\&answer);
+ok($port, 'the receiver runs');
 
 my $url = "http://127.0.0.1:$port/hook/$piece/$short";
 $t->policy({ webhook => $url, secret => 'hook' });
@@ -130,11 +106,9 @@ $t->done_logs;
 # a 5xx on one alert alone: logged with its answer, decoded
 
 my $u = AlertdTest->new;
-$u->secret('hook', 'whsec_' . 'H' x 32);
-my $port_file5 = $u->dir . '/server.port';
-$u->spawn('server', $^X, $0, '--server', $port_file5);
-ok($u->wait_for(sub { -s $port_file5 }), 'the second receiver runs');
-my $port5 = $u->read_file($port_file5);
+$u->secret('hook', 'whsec_FAKE' . 'H' x 28);
+my $port5 = $u->answering_server(\&answer);
+ok($port5, 'the second receiver runs');
 my $url5 = "http://127.0.0.1:$port5/hook/$piece/$short";
 $u->policy({ webhook => $url5, secret => 'hook' });
 $u->append('');

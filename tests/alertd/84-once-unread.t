@@ -48,28 +48,9 @@ my $left = qr/\bwarning: lines of the journal are left unread \(said /
            . qr/above\); the next run goes on from where this one /
            . qr/stopped; exit status 1/;
 $left = qr/$left/;
-my $n = 0;
-
-# --once, in env; returns its exit status and its log
-sub once {
-    my ($env) = @_;
-    my $name = 'once-' . ++$n;
-    my $pid = do {
-        local @ENV{keys %$env} = values %$env;
-        $t->spawn($name, $t->bin, '--policy', $t->dir . '/policy.yaml',
-                  '--keyring', $t->keyring, '--journal', $j,
-                  '--state', $t->state, '--once');
-    };
-    my $st = $t->reap($pid);
-    unless (defined $st) {
-        kill 'KILL', $pid;
-        $t->reap($pid, 5);
-    }
-    return (defined $st ? $st >> 8 : 'hung', $t->read_file("$name.log"));
-}
 
 my $a = $t->alert(reason => 'ra');
-my ($st, $log) = once({});
+my ($st, $log) = $t->once_run({});
 is($st, 0, 'a first run reads A and exits 0') or diag($log);
 ok($t->delivered($r, $a), 'A is delivered');
 my $at = -s $j;
@@ -79,7 +60,7 @@ my $at = -s $j;
 
 my $b = $t->alert(reason => 'rb');
 $t->fault_on;
-($st, $log) = once($env_j);
+($st, $log) = $t->once_run($env_j);
 is($st, 1, 'the journal\'s lines cannot be read: --once exits 1')
     or diag($log);
 like($log, qr/\berror: reading journal \Q$j\E at offset $at: Input/,
@@ -92,7 +73,7 @@ is($t->saved_state->{offset}, $at, 'the saved position is before B');
 ok($t->fault_made > 0, 'the failure was made');
 $t->fault_off;
 
-($st, $log) = once({});
+($st, $log) = $t->once_run({});
 is($st, 0, 'the next run, the failure gone, exits 0') or diag($log);
 ok($t->delivered($r, $b), 'B is delivered');
 unlike($log, qr/$lost|$left/, 'nothing said lost or left');
@@ -106,7 +87,7 @@ system('cp', $j, "$j.1") == 0 or die "cp: $?";
 truncate $j, 0 or die "truncate: $!";
 my $d = $t->alert(reason => 'rd');
 $t->fault_on;
-($st, $log) = once($env_c);
+($st, $log) = $t->once_run($env_c);
 is($st, 1, 'the copy\'s lines cannot be read: --once exits 1')
     or diag($log);
 like($log, qr/\bwarning: the rotated journal \(inode \d+\) could not be (?#
@@ -125,7 +106,7 @@ $at = -s $j;
 my $e = $t->alert(reason => 're');
 truncate $j, 0 or die "truncate: $!";
 my $f = $t->alert(reason => 'rf');
-($st, $log) = once({});
+($st, $log) = $t->once_run({});
 is($st, 1, 'truncated, no copy: --once exits 1') or diag($log);
 like($log, qr/\bwarning: journal \Q$j\E was truncated or rewritten while (?#
               )alertd was stopped .* after offset $at were not read/,
@@ -139,7 +120,7 @@ ok($t->delivered($r, $f), 'F is delivered');
 
 my $h = $t->alert(reason => 'rh');
 $t->fault_on;
-($st, $log) = once($env_q);
+($st, $log) = $t->once_run($env_q);
 is($st, 1, 'an alert that cannot be queued: --once exits 1') or diag($log);
 like($log, $left, 'the last line says lines are left for the next run')
     or diag($log);
@@ -150,7 +131,7 @@ $t->fault_off;
 # 5. nothing lost or left
 
 my $g = $t->alert(reason => 'rg');
-($st, $log) = once({});
+($st, $log) = $t->once_run({});
 is($st, 0, 'every line read: --once exits 0') or diag($log);
 ok($t->delivered($r, $h, $g), 'H, left by the run before, and G are '
    . 'delivered');

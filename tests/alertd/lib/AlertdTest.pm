@@ -808,6 +808,189 @@ sub fault_made {
 }
 
 
+# The set-up of a test of a file beside the journal that fails (77 to
+# 81, 84): the fault injector (fault()) on the journal's copy or
+# rotated file, JOURNAL.1, making call fail with errno (from min bytes
+# on, if given); a webhook receiver and its policy.  Returns the
+# receiver.  beside_alertd() starts alertd in the injector's
+# environment, beside_alert() writes an alert and keeps its id for
+# sent_once(), copytruncate() makes a copytruncate that alertd finds
+# while it runs, once_run() runs alertd --once.
+sub beside_setup {
+    my ($self, $call, $errno, $min) = @_;
+    my $base = (split m{/}, $self->{journal})[-1];
+
+    $self->{beside_env} = $self->fault($call, "$base.1", $errno, $min);
+    $self->{beside_ids} = [];
+
+    my $r = $self->receiver(secret => $self->secret('hook', 'whsec_FAKE'
+                                                            . 'F' x 28));
+    $self->policy({ webhook => $r->{url}, secret => 'hook' });
+    $self->{beside_r} = $r;
+
+    return $r;
+}
+
+sub beside_env { $_[0]{beside_env} }
+
+# alertd, -v, with an hour of --repeat-interval, a poll every second and
+# --rotate-grace grace (default an hour: it does not end in the test),
+# in the injector's environment
+sub beside_alertd {
+    my ($self, $grace, @args) = @_;
+    return $self->alertd_env($self->{beside_env}, '--verbose',
+                             '--repeat-interval', '1h', '--poll-interval',
+                             '1s', '--rotate-grace', $grace // '1h', @args);
+}
+
+# an alert for reason appended to path (default the journal); its id is
+# kept for sent_once() unless forget() takes it out
+sub beside_alert {
+    my ($self, $reason, $path) = @_;
+    my ($id, $line) = $self->alert_line(reason => $reason);
+    $self->append($line, $path);
+    push @{$self->{beside_ids}}, $id;
+    return $id;
+}
+
+# an alert not owed (in a file that never can be read)
+sub forget {
+    my ($self, @ids) = @_;
+    my %gone = map { $_ => 1 } @ids;
+    $self->{beside_ids} = [grep { !$gone{$_} } @{$self->{beside_ids}}];
+}
+
+# how many times each id was accepted: "1,1,0"
+sub times_sent {
+    my ($self, @ids) = @_;
+    my %n;
+    $n{$_->{id}}++ for $self->accepted($self->{beside_r});
+    return join(',', map { $n{$_} // 0 } @ids);
+}
+
+# the check that every alert beside_alert() wrote and not forgotten was
+# sent once
+sub sent_once {
+    my ($self, $name) = @_;
+    my @ids = @{$self->{beside_ids}};
+    Test::More::is($self->times_sent(@ids), join(',', map { 1 } @ids),
+                   $name // 'every other alert sent once');
+}
+
+# whether the receiver took a before b
+sub sent_before {
+    my ($self, $a, $b) = @_;
+    my @got = map { $_->{id} } $self->accepted($self->{beside_r});
+    my ($ia) = grep { $got[$_] eq $a } 0 .. $#got;
+    my ($ib) = grep { $got[$_] eq $b } 0 .. $#got;
+    return defined $ia && defined $ib && $ia < $ib;
+}
+
+# A copytruncate while alertd is held (SIGSTOP), so that it finds the
+# journal truncated and the copy there (09-truncate.t): a line it has
+# not read (reason unread), the copy made, the failure on, the journal
+# truncated and a line written to it again (reason after).  Returns
+# the two ids and the journal's size before the truncation.
+sub copytruncate {
+    my ($self, $unread, $after) = @_;
+    my $j = $self->{journal};
+
+    kill 'STOP', $self->{alertd};
+    my $b = $self->beside_alert($unread);
+    my $off = -s $j;
+    $self->fault_on;
+    system('cp', $j, "$j.1") == 0 or die "cp: $?";
+    truncate $j, 0 or die "truncate: $!";
+    my $c = $self->beside_alert($after);
+    kill 'CONT', $self->{alertd};
+
+    return ($b, $c, $off);
+}
+
+# alertd --once, its environment env (default the injector's), its log
+# in once-N.log: (exit status, or "hung", and its log)
+sub once_run {
+    my ($self, $env) = @_;
+    my $name = 'once-' . ++$self->{once_n};
+    $env //= $self->{beside_env};
+
+    my $pid = do {
+        local @ENV{keys %$env} = values %$env;
+        $self->spawn($name, $self->{bin}, '--policy',
+                     "$self->{dir}/policy.yaml", '--keyring',
+                     $self->{keyring}, '--journal', $self->{journal},
+                     '--state', $self->{state}, '--once');
+    };
+    my $st = $self->reap($pid);
+    unless (defined $st) {
+        kill 'KILL', $pid;
+        $self->reap($pid, 5);
+    }
+
+    return (defined $st ? $st >> 8 : 'hung', $self->read_file("$name.log"));
+}
+
+
+# An HTTP server on 127.0.0.1 that answers every POST as answer says:
+# answer->(target, body) returns the status line's status ("404 Not
+# Found") and the body.  A child of the test, its log in NAME.log;
+# returns its port.  For a receiver that quotes the request back (a
+# 404 page), which webhook-receiver.py does not.
+sub answering_server {
+    my ($self, $answer, $name) = @_;
+    $name //= 'server';
+    my $port_file = "$self->{dir}/$name.port";
+    my $log = "$self->{dir}/$name.log";
+
+    STDOUT->flush;
+    STDERR->flush;
+
+    my $pid = fork // die "fork: $!";
+
+    if ($pid == 0) {
+        open(STDIN, '<', '/dev/null');
+        open(STDOUT, '>>', $log) or POSIX::_exit(127);
+        open(STDERR, '>&', \*STDOUT);
+        eval { serve($port_file, $answer) };
+        print STDERR $@ if $@;
+        POSIX::_exit($@ ? 1 : 0);
+    }
+
+    $self->{pids}{$pid} = $name;
+
+    $self->wait_for(sub { -s $port_file })
+        or die "$name did not start:\n" . $self->read_file("$name.log");
+
+    return $self->read_file($port_file);
+}
+
+sub serve {
+    my ($port_file, $answer) = @_;
+    my $l = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+                                  Listen => 16, ReuseAddr => 1)
+        or die "listen: $!";
+
+    open(my $fh, '>', "$port_file.tmp") or die "write $port_file: $!";
+    print $fh $l->sockport;
+    close $fh;
+    rename "$port_file.tmp", $port_file or die "rename $port_file: $!";
+
+    while (my $c = $l->accept) {
+        local $/ = "\r\n\r\n";
+        my $head = <$c> // next;
+        my ($target) = $head =~ m{^POST (\S+)};
+        my ($len) = $head =~ /^Content-Length: (\d+)/mi;
+        my $body = '';
+        read($c, $body, $len // 0);
+        my ($status, $text) = $answer->($target // '?', $body);
+        print $c "HTTP/1.1 $status\r\nContent-Type: text/plain\r\n"
+               . 'Content-Length: ' . length($text)
+               . "\r\nConnection: close\r\n\r\n$text";
+        close $c;
+    }
+}
+
+
 # A failure that repeats, as alertd says it (ad_fail(), with -v): each
 # try is a line matching re, an error or warning line when said, a debug
 # line between.  Looks at the tries up to the line that says it works
