@@ -78,17 +78,18 @@
 
 /*
  * Taking a sink's URL out of an error answer (ad_resp_scrub): the
- * answer twice as text to search, each byte there with the answer's
- * offset it starts at (at[n] is the end), once as it came and once
- * percent-decoded; what is to go is marked in cut[].
+ * answer three times as text to search, each byte there with the
+ * answer's offset it starts at (at[n] is the end): as it came,
+ * percent-decoded, and decoded twice ("%2541" is "A"); what is to go
+ * is marked in cut[].
  */
 
 typedef struct {
     ad_xfer_t          *x;
     size_t              end;            /* the answer is cut off here */
-    size_t              n[2];
-    char                text[2][AD_RESP_KEEP + 1];
-    uint16_t            at[2][AD_RESP_KEEP + 1];
+    size_t              n[3];
+    char                text[3][AD_RESP_KEEP + 1];
+    uint16_t            at[3][AD_RESP_KEEP + 1];
     unsigned char       cut[AD_RESP_KEEP + 1];
     char               *piece;          /* a piece, decoded */
     size_t             *border;         /* KMP table of a piece */
@@ -129,8 +130,8 @@ static size_t ad_xfer_write(char *ptr, size_t size, size_t nmemb,
 static void ad_resp_scrub(ad_xfer_t *x, const char *url, size_t len);
 static void ad_resp_pieces(ad_scrub_t *sc, const char *p, const char *end);
 static void ad_resp_piece(ad_scrub_t *sc, const char *piece, size_t len);
-static size_t ad_resp_text(const char *resp, size_t len, int decode,
-    char *text, uint16_t *at);
+static size_t ad_resp_text(const char *in, const uint16_t *in_at,
+    size_t len, int decode, char *text, uint16_t *at);
 static void ad_resp_find(ad_scrub_t *sc, const char *text, size_t n,
     const uint16_t *at, const char *piece, size_t m);
 static int ad_hex(int c);
@@ -1094,9 +1095,11 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
  * (bytes the URL has as they are percent-encoded, in either case of
  * hex, "+" as "%20"): the piece decoded, when AD_PIECE_MIN bytes or
  * more, goes too, wherever the answer has it with any of its bytes
- * percent-encoded or none.  The answer is decoded once, and each search
- * is KMP, linear in the answer and the piece, not each form of it
- * tried.  Should memory for it be short, nothing of the answer is
+ * percent-encoded or none, or encoded twice ("%2541" for "A": a server
+ * that escapes its escapes).  The answer is decoded once, and that
+ * decoded again, each no longer than what it is made of, and each
+ * search is KMP, linear in the answer and the piece, not each form of
+ * it tried.  Should memory for it be short, nothing of the answer is
  * logged.  len: the sink's URL in url, without what alertd appends to
  * it.
  */
@@ -1128,14 +1131,19 @@ ad_resp_scrub(ad_xfer_t *x, const char *url, size_t len)
 
     sc->x = x;
     sc->end = x->resp_len;
-    sc->n[0] = ad_resp_text(x->resp, x->resp_len, 0, sc->text[0],
+    sc->n[0] = ad_resp_text(x->resp, NULL, x->resp_len, 0, sc->text[0],
                             sc->at[0]);
-    sc->n[1] = ad_resp_text(x->resp, x->resp_len, 1, sc->text[1],
+    sc->n[1] = ad_resp_text(x->resp, NULL, x->resp_len, 1, sc->text[1],
                             sc->at[1]);
+    sc->n[2] = ad_resp_text(sc->text[1], sc->at[1], sc->n[1], 1,
+                            sc->text[2], sc->at[2]);
 
     if (x->resp_cut) {
-        /* an escape cut off at the end ("%2"): part of a piece, maybe */
-        sc->end = sc->at[1][sc->n[1]];
+        /*
+         * an escape cut off at the end ("%2", or "%25" of "%2541"): part
+         * of a piece, maybe
+         */
+        sc->end = sc->at[2][sc->n[2]];
     }
 
     end = url + len;
@@ -1212,12 +1220,14 @@ ad_resp_pieces(ad_scrub_t *sc, const char *p, const char *end)
  * The answer as text to search: as it came, or percent-decoded (an
  * escape in either case of hex is its byte); at[] the offset in the
  * answer where each byte of the text starts, at[n] where the last ends:
- * an escape that the end cuts off is left out.
+ * an escape that the end cuts off is left out.  in is the answer
+ * (in_at NULL), or a text made of it, in_at its offsets: decoded again.
+ * The text is never longer than what it is made of.
  */
 
 static size_t
-ad_resp_text(const char *resp, size_t len, int decode, char *text,
-    uint16_t *at)
+ad_resp_text(const char *in, const uint16_t *in_at, size_t len,
+    int decode, char *text, uint16_t *at)
 {
     int     hi, lo;
     size_t  i, n;
@@ -1226,11 +1236,11 @@ ad_resp_text(const char *resp, size_t len, int decode, char *text,
     i = 0;
 
     while (i < len) {
-        at[n] = (uint16_t) i;
+        at[n] = (in_at != NULL) ? in_at[i] : (uint16_t) i;
 
-        if (decode && resp[i] == '%') {
-            hi = (i + 1 < len) ? ad_hex(resp[i + 1]) : 0;
-            lo = (i + 2 < len) ? ad_hex(resp[i + 2]) : 0;
+        if (decode && in[i] == '%') {
+            hi = (i + 1 < len) ? ad_hex(in[i + 1]) : 0;
+            lo = (i + 2 < len) ? ad_hex(in[i + 2]) : 0;
 
             if (i + 2 >= len && hi >= 0) {
                 break;
@@ -1243,11 +1253,11 @@ ad_resp_text(const char *resp, size_t len, int decode, char *text,
             }
         }
 
-        text[n++] = ad_resp_byte(resp[i]);
+        text[n++] = ad_resp_byte(in[i]);
         i++;
     }
 
-    at[n] = (uint16_t) i;
+    at[n] = (in_at != NULL) ? in_at[i] : (uint16_t) i;
 
     return n;
 }
@@ -1288,9 +1298,13 @@ ad_resp_piece(ad_scrub_t *sc, const char *piece, size_t len)
         return;
     }
 
-    /* quoted with any escapes, and, when it has escapes, as it is */
+    /*
+     * quoted with any escapes, with its escapes escaped again, and, when
+     * it has escapes, as it is
+     */
 
     ad_resp_find(sc, sc->text[1], sc->n[1], sc->at[1], sc->piece, m);
+    ad_resp_find(sc, sc->text[2], sc->n[2], sc->at[2], sc->piece, m);
 
     if (m != len) {
         ad_resp_find(sc, sc->text[0], sc->n[0], sc->at[0], sc->piece, m);
