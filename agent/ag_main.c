@@ -2528,8 +2528,8 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     run.asker = peer->owner;
 
     if (conf->max_user_tokens > 0) {
-        rc = ag_tokens_charge(run.redis, payer, 0, &used, &left, err,
-                              sizeof(err));
+        rc = ag_tokens_charge(run.redis, payer, 0, NULL, 0, &used, &left,
+                              err, sizeof(err));
         if (rc != 0 || used >= conf->max_user_tokens) {
             if (rc == 0) {
                 ag_tokens_over(conf, payer, used, left, msg, sizeof(msg));
@@ -2635,11 +2635,14 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
                 session, err);
     }
 
-    /* the calls not counted yet (the last one's), once Redis is back */
-    if (run.unpaid > 0 && conf->max_user_tokens > 0 && run.redis != NULL
-        && run.redis->err == 0
-        && ag_tokens_charge(run.redis, payer, run.unpaid, &used, &left,
-                            msg, sizeof(msg)) != 0)
+    /*
+     * the calls not counted yet, and a hold not let go (ag_run_ask()
+     * does both after each call, Redis permitting), once Redis is back
+     */
+    if ((run.unpaid > 0 || run.hold > 0) && conf->max_user_tokens > 0
+        && run.redis != NULL && run.redis->err == 0
+        && ag_tokens_charge(run.redis, payer, run.unpaid, run.run_id,
+                            run.hold, &used, &left, msg, sizeof(msg)) != 0)
     {
         fprintf(stderr, "airlock-agent: session %s: %lld tokens not "
                 "counted: %s\n", session, run.unpaid, msg);

@@ -34,6 +34,10 @@
  *                               expiring at its end (PEXPIREAT, Redis's
  *                               clock: ag_tokens_charge(),
  *                               --max-user-tokens)
+ *   airlock:quota:tokens:!held:<owner>  the model calls in flight held
+ *                               against that count, "<run> <tokens>",
+ *                               each scored by when it expires (ms,
+ *                               Redis's clock; ag_tokens_hold())
  *   airlock:quota:denials:<owner>  the proxy denials the owner's
  *                               questions caused within the window, each
  *                               scored by when (ms, Redis's clock), the
@@ -117,6 +121,35 @@
     "if gone > 0 then redis.call('hincrby', hk, '!total', -gone) end "
 
 
+/*
+ * The tokens scripts' keys (ag_tokens_charge(), ag_tokens_hold()): k an
+ * owner's count, h the calls held against it (no owner starts with
+ * '!', so it is no owner's count), each checked for its type, used the
+ * count; then now (ms) and day (the next 00:00 UTC, ms), by Redis's
+ * clock.
+ */
+
+#define AG_TOKENS_HOLDS  "airlock:quota:tokens:!held:"
+
+#define AG_TOKENS_TYPES                                                      \
+    "local k, h = KEYS[1], KEYS[2] "                                         \
+    "local t = redis.call('type', k)['ok'] "                                 \
+    "local ht = redis.call('type', h)['ok'] "                                \
+    "local used = 0 "                                                        \
+    "if t == 'string' then "                                                 \
+    "used = tonumber(redis.call('get', k)) "                                 \
+    "elseif t ~= 'none' then used = nil end "                                \
+    "if used == nil or (ht ~= 'zset' and ht ~= 'none') then "                \
+    "return redis.error_reply('WRONGTYPE the quota keys hold no count') "    \
+    "end "
+
+#define AG_TOKENS_DAY                                                        \
+    "local tm = redis.call('time') "                                         \
+    "local now = tonumber(tm[1]) * 1000 "                                    \
+    "+ math.floor(tonumber(tm[2]) / 1000) "                                  \
+    "local day = (math.floor(tonumber(tm[1]) / 86400) + 1) * 86400000 "
+
+
 /* a string of a question's that may be cut for the session to fit */
 typedef struct {
     json_t          *obj;
@@ -126,6 +159,9 @@ typedef struct {
 
 
 static int ag_redis_refused(const redisReply *r);
+static int ag_redis_answer(redisContext *c, const redisReply *r,
+    size_t min, size_t max, const char *what, const char *owner, char *err,
+    size_t size);
 static const char *ag_redis_why(const redisReply *r, const char *other);
 static redisContext *ag_job_subscribe(ag_run_t *run, const char *job_id,
     char *err, size_t size);
@@ -313,6 +349,40 @@ ag_redis_refused(const redisReply *r)
     }
 
     return -1;
+}
+
+
+/*
+ * A script's answer checked: 1 an array of min to max integers, else 0
+ * with err set, "redis (the WHAT of OWNER): " and why.
+ */
+
+static int
+ag_redis_answer(redisContext *c, const redisReply *r, size_t min,
+    size_t max, const char *what, const char *owner, char *err, size_t size)
+{
+    size_t  i;
+
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= min
+        && r->elements <= max)
+    {
+        for (i = 0; i < r->elements; i++) {
+            if (r->element[i]->type != REDIS_REPLY_INTEGER) {
+                break;
+            }
+        }
+
+        if (i == r->elements) {
+            return 1;
+        }
+    }
+
+    snprintf(err, size, "redis (the %s of %s): %s", what, owner,
+             r == NULL || r->type == REDIS_REPLY_ERROR
+             ? ag_redis_why(r, c->errstr)
+             : "an answer not of the script's");
+
+    return 0;
 }
 
 
@@ -783,19 +853,23 @@ ag_quota_check(redisContext *c, const char *owner, long long max,
 /*
  * The tokens owner's questions used this UTC day
  * (airlock:quota:tokens:<owner>), add counted first (0: none; the count
- * held at AG_TOKENS_CAP, a gateway's word however large): 0 (*used set,
- * *left_ms: until the day ends, Redis's clock, and the count with it),
- * -1 Redis failed or the key is not the agent's (err set), -2 Redis is
- * loading or busy (err set): try again, -3 Redis is full (err set):
- * nothing added, the count may still be read (add 0 writes nothing).
- * One script: the count and its expiry are written together.
+ * held at AG_TOKENS_CAP, a gateway's word however large), and the hold
+ * of run_id's call (ag_tokens_hold(): held tokens, 0: none) let go
+ * first of all: 0 (*used set, *left_ms: until the day ends, Redis's
+ * clock, and the count with it), -1 Redis failed or a key is not the
+ * agent's (err set), -2 Redis is loading or busy (err set): try again,
+ * -3 Redis is full (err set): nothing added, the count may still be
+ * read (add 0 writes nothing).  One script: the count and its expiry
+ * are written together.
  */
 
 int
 ag_tokens_charge(redisContext *c, const char *owner, long long add,
-    long long *used, long long *left_ms, char *err, size_t size)
+    const char *run_id, long long held, long long *used,
+    long long *left_ms, char *err, size_t size)
 {
     int          rc;
+    char         member[AG_BOUNDARY_LEN + 32];
     redisReply  *r;
 
     *used = 0;
@@ -808,43 +882,101 @@ ag_tokens_charge(redisContext *c, const char *owner, long long add,
         add = AG_TOKENS_CAP;
     }
 
-    r = redisCommand(c, "EVAL %s 1 airlock:quota:tokens:%s %lld %lld",
-                     "local k = KEYS[1] "
-                     "local t = redis.call('type', k)['ok'] "
-                     "local used = 0 "
-                     "if t == 'string' then "
-                     "used = tonumber(redis.call('get', k)) "
-                     "elseif t ~= 'none' then used = nil end "
-                     "if used == nil then "
-                     "return redis.error_reply('WRONGTYPE the quota key "
-                     "holds no count') end "
+    if (run_id != NULL && held > 0) {
+        snprintf(member, sizeof(member), "%s %lld", run_id, held);
+    } else {
+        snprintf(member, sizeof(member), "-");
+    }
+
+    r = redisCommand(c, "EVAL %s 2 airlock:quota:tokens:%s "
+                     AG_TOKENS_HOLDS "%s %lld %lld %s",
+                     AG_TOKENS_TYPES
+                     "if ARGV[3] ~= '-' then "
+                     "redis.call('zrem', h, ARGV[3]) end "
                      "local add = tonumber(ARGV[1]) "
                      "local room = tonumber(ARGV[2]) - used "
                      "if add > room then add = room end "
-                     "local tm = redis.call('time') "
-                     "local now = tonumber(tm[1]) * 1000 "
-                     "+ math.floor(tonumber(tm[2]) / 1000) "
-                     "local day = (math.floor(tonumber(tm[1]) / 86400) + 1) "
-                     "* 86400000 "
+                     AG_TOKENS_DAY
                      "if add > 0 then "
                      "used = redis.call('incrby', k, add) "
                      "redis.call('pexpireat', k, day) end "
                      "return {used, day - now}",
-                     owner, add, (long long) AG_TOKENS_CAP);
+                     owner, owner, add, (long long) AG_TOKENS_CAP, member);
 
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2
-        && r->element[0]->type == REDIS_REPLY_INTEGER
-        && r->element[1]->type == REDIS_REPLY_INTEGER)
-    {
+    if (ag_redis_answer(c, r, 2, 2, "tokens", owner, err, size)) {
         *used = r->element[0]->integer;
         *left_ms = r->element[1]->integer;
         rc = 0;
 
     } else {
-        snprintf(err, size, "redis (the tokens of %s): %s", owner,
-                 r == NULL || r->type == REDIS_REPLY_ERROR
-                 ? ag_redis_why(r, c->errstr)
-                 : "an answer not of the script's");
+        rc = ag_redis_refused(r);
+    }
+
+    freeReplyObject(r);
+
+    return rc;
+}
+
+
+/*
+ * A model call's tokens held against owner's day before it is made
+ * (--max-user-tokens): its prompt as counted (least) and the output it
+ * may ask for, want in all, or what the day has left of max, less its
+ * count and the other calls held (each a member "<run> <tokens>" of
+ * airlock:quota:tokens:!held:<owner>, scored by when it expires, ttl_ms
+ * from now, so a hold whose process died frees by itself), when that
+ * is more than least.  Returns 0 held (*got, at most want; the caller
+ * lets it go with ag_tokens_charge()), 1 not now (the owner's other
+ * calls in flight hold what is left: wait), 2 not held (the day's count
+ * alone leaves least or less), -1, -2, -3 as ag_tokens_charge(); *used
+ * the day's count, *left_ms until the day ends.  One script, so calls
+ * of one owner's questions at once cannot each take what is left.
+ */
+
+int
+ag_tokens_hold(redisContext *c, const char *owner, const char *run_id,
+    long long least, long long want, long long max, long long ttl_ms,
+    long long *got, long long *used, long long *left_ms, char *err,
+    size_t size)
+{
+    int          rc;
+    redisReply  *r;
+
+    *got = 0;
+    *used = 0;
+    *left_ms = 0;
+
+    r = redisCommand(c, "EVAL %s 2 airlock:quota:tokens:%s "
+                     AG_TOKENS_HOLDS "%s %s %lld %lld %lld %lld",
+                     AG_TOKENS_TYPES
+                     AG_TOKENS_DAY
+                     "redis.call('zremrangebyscore', h, '-inf', now) "
+                     "local held = 0 "
+                     "for _, m in ipairs(redis.call('zrange', h, 0, -1)) do "
+                     "held = held + (tonumber(string.match(m, '(%d+)$')) "
+                     "or 0) end "
+                     "local least, want = tonumber(ARGV[2]), "
+                     "tonumber(ARGV[3]) "
+                     "local room = tonumber(ARGV[4]) - used - held "
+                     "if room <= least then "
+                     "if held > 0 then return {1, used, 0, day - now} end "
+                     "return {2, used, 0, day - now} end "
+                     "if want > room then want = room end "
+                     "redis.call('zadd', h, now + tonumber(ARGV[5]), "
+                     "ARGV[1] .. ' ' .. want) "
+                     "local last = redis.call('zrange', h, -1, -1, "
+                     "'withscores') "
+                     "redis.call('pexpireat', h, tonumber(last[2])) "
+                     "return {0, used, want, day - now}",
+                     owner, owner, run_id, least, want, max, ttl_ms);
+
+    if (ag_redis_answer(c, r, 4, 4, "tokens", owner, err, size)) {
+        rc = (int) r->element[0]->integer;
+        *used = r->element[1]->integer;
+        *got = r->element[2]->integer;
+        *left_ms = r->element[3]->integer;
+
+    } else {
         rc = ag_redis_refused(r);
     }
 

@@ -90,6 +90,9 @@ static int ag_wall_stop(ag_run_t *run);
 static void ag_stopped(ag_run_t *run);
 static long ag_tokens_guess(const ag_llm_result_t *res);
 static int ag_tokens_paid(ag_run_t *run);
+static int ag_tokens_reserve(ag_run_t *run, long prompt, size_t grown,
+    long out);
+static void ag_tokens_settle(ag_run_t *run);
 static int ag_denials_hold(ag_run_t *run, const char *id, const char *name,
     int *held);
 static int ag_denials_settle(ag_run_t *run, int denied);
@@ -241,6 +244,20 @@ ag_run_ask(ag_run_t *run, const char *prompt)
         capped = (conf->out_cap == 0 || out < conf->out_cap);
         out = capped ? out : conf->out_cap;
 
+        rc = ag_tokens_reserve(run, next, grown, out);
+        if (rc != 0) {
+            json_decref(req);
+            outcome = (rc == AG_STOP) ? "limit" : "error";
+            break;
+        }
+
+        if (run->hold > 0 && run->hold < next + out) {
+            /* the payer's other questions hold the rest of the day */
+            out = (long) (run->hold - next);
+            capped = 1;
+            limit = "user_tokens";
+        }
+
         json_object_set_new(req, conf->out_member,
                             json_integer((json_int_t) out));
 
@@ -251,6 +268,24 @@ ag_run_ask(ag_run_t *run, const char *prompt)
         rc = ag_llm_call(run, req, &res);
         json_decref(req);
         run->last_sent = sent;
+
+        /* the count is the gateway's word, however large: no overflow */
+        used = 0;
+
+        if (rc == 0) {
+            used = (res.total_tokens >= 0) ? res.total_tokens
+                                           : ag_tokens_guess(&res);
+            run->tokens = (used > LONG_MAX - run->tokens)
+                          ? LONG_MAX : run->tokens + used;
+            run->unpaid = (used > LLONG_MAX - run->unpaid)
+                          ? LLONG_MAX : run->unpaid + used;
+            run->last_prompt = (res.prompt_tokens >= 0) ? res.prompt_tokens
+                               : (res.total_tokens >= 0) ? 0
+                               : (long) (res.sent_len / 4);
+
+            /* the call's hold let go, and its tokens paid, before tools */
+            ag_tokens_settle(run);
+        }
 
         if (rc != 0) {
             if (ag_stopping) {
@@ -278,17 +313,6 @@ ag_run_ask(ag_run_t *run, const char *prompt)
             outcome = "error";
             break;
         }
-
-        /* the count is the gateway's word, however large: no overflow */
-        used = (res.total_tokens >= 0) ? res.total_tokens
-                                       : ag_tokens_guess(&res);
-        run->tokens = (used > LONG_MAX - run->tokens) ? LONG_MAX
-                                                      : run->tokens + used;
-        run->unpaid = (used > LLONG_MAX - run->unpaid) ? LLONG_MAX
-                                                       : run->unpaid + used;
-        run->last_prompt = (res.prompt_tokens >= 0) ? res.prompt_tokens
-                           : (res.total_tokens >= 0) ? 0
-                           : (long) (res.sent_len / 4);
 
         calls = res.tool_calls;
         n = json_array_size(calls);
@@ -647,8 +671,8 @@ ag_request(ag_run_t *run, long cap)
  * --max-user-tokens, before each model call: the calls made so far
  * counted in the payer's day (ag_tokens_charge()), and the run ended
  * with a "limit" event once the day's count is at or over the quota, so
- * one question cannot run far past it (by one call's tokens, at most,
- * and those of the payer's other questions running meanwhile).  A count
+ * one question cannot run far past it (each call is held against it
+ * too: ag_tokens_reserve()).  A count
  * Redis cannot take ends the run too, an "error": a call not counted
  * would be free; but Redis full (its maxmemory) takes no write of
  * anyone's, so the count is read alone, and the tokens counted at the
@@ -680,7 +704,8 @@ ag_tokens_paid(ag_run_t *run)
         rc = ag_redis_revive(run, err, sizeof(err));
         if (rc == 0) {
             rc = ag_tokens_charge(run->redis, run->payer, run->unpaid,
-                                  &used, &left, err, sizeof(err));
+                                  run->run_id, run->hold, &used, &left,
+                                  err, sizeof(err));
         }
 
         if (rc == 0 || (rc == -1 && run->redis != NULL
@@ -699,11 +724,15 @@ ag_tokens_paid(ag_run_t *run)
     if (rc == -3) {
         fprintf(stderr, "airlock-agent: session %s: %lld tokens not "
                 "counted yet: %s\n", run->session, run->unpaid, err);
-        rc = ag_tokens_charge(run->redis, run->payer, 0, &used, &left,
-                              err, sizeof(err));
+        rc = ag_tokens_charge(run->redis, run->payer, 0, run->run_id,
+                              run->hold, &used, &left, err, sizeof(err));
+        if (rc == 0) {
+            run->hold = 0;
+        }
 
     } else if (rc == 0) {
         run->unpaid = 0;
+        run->hold = 0;
     }
 
     if (rc != 0) {
@@ -730,6 +759,141 @@ ag_tokens_paid(ag_run_t *run)
                                      "message", msg));
 
     return AG_STOP;
+}
+
+
+/*
+ * --max-user-tokens, just before a model call: the call's tokens, its
+ * prompt as counted and the output it would ask for (out), held against the
+ * payer's day (ag_tokens_hold()) until it is answered
+ * (ag_tokens_settle()), so the payer's questions at once cannot each
+ * spend what the day has left: each call is held to what the day has
+ * left less the other calls held (run->hold: the caller asks for that
+ * less the prompt when it is less), one
+ * that finds nothing left while the payer's other calls are in flight
+ * waits for them, and one whose prompt alone would take the day to the
+ * quota is not made (the "user_tokens" limit).  A hold expires with the
+ * run's time, so one whose process died frees by itself.  Redis full
+ * holds nothing: the call is made as the count alone allows (logged).
+ * 0, AG_STOP, or -1 (an "error" event).
+ */
+
+static int
+ag_tokens_reserve(ag_run_t *run, long prompt, size_t grown, long out)
+{
+    int              rc;
+    char             err[256];
+    long long        got, used, left, ttl;
+    ag_conf_t       *conf;
+    struct timespec  ts;
+
+    conf = run->conf;
+    run->hold = 0;
+
+    if (conf->max_user_tokens <= 0 || run->payer == NULL) {
+        return 0;
+    }
+
+    for ( ;; ) {
+        ttl = run->deadline_ms - ag_now_ms() + AG_STORE_RETRY_MS;
+
+        rc = ag_redis_revive(run, err, sizeof(err));
+        if (rc == 0) {
+            rc = ag_tokens_hold(run->redis, run->payer, run->run_id, prompt,
+                                (long long) prompt + out,
+                                conf->max_user_tokens, ttl, &got, &used,
+                                &left, err, sizeof(err));
+        }
+
+        if (rc != 1 && rc != -2) {
+            break;
+        }
+
+        /* the payer's other calls in flight: until one is answered */
+
+        if (ag_stopping) {
+            ag_stopped(run);
+            return -1;
+        }
+
+        if (run->client_gone) {
+            return -1;
+        }
+
+        if (ag_now_ms() >= run->deadline_ms) {
+            return ag_wall_stop(run);
+        }
+
+        ts.tv_sec = 0;
+        ts.tv_nsec = (20 + (long) ((uint64_t) (ag_now_ms() + getpid())
+                                   % 30)) * 1000000L;
+        nanosleep(&ts, NULL);
+    }
+
+    if (rc == 0) {
+        run->hold = got;
+        return 0;
+    }
+
+    if (rc == 2) {
+        run->day_used = (run->unpaid > LLONG_MAX - used) ? LLONG_MAX
+                                                         : used + run->unpaid;
+        ag_tokens_ahead(run, "user_tokens", prompt, grown);
+        return AG_STOP;
+    }
+
+    if (rc == -3) {
+        fprintf(stderr, "airlock-agent: session %s: a model call not held "
+                "against the day of %s: %s\n", run->session, run->payer,
+                err);
+        return 0;
+    }
+
+    fprintf(stderr, "airlock-agent: session %s: a run ended: %s\n",
+            run->session, err);
+    ag_event(run, "error", json_pack("{s:s, s:s}", "code", "redis",
+                                     "message", err));
+
+    return -1;
+}
+
+
+/*
+ * A model call answered: its hold let go and its tokens (run->unpaid)
+ * counted in the payer's day at once, so the payer's other questions
+ * need not wait for this one's tools.  What Redis cannot take now is
+ * taken before the next call (ag_tokens_paid()), or at the run's end;
+ * a hold not let go expires.  A call not answered ends the run, and
+ * its hold is let go at the run's end, after the session is stored
+ * (ag_main.c), as the run's last tokens are counted: the time Redis
+ * takes then is not the client's to take its events in.
+ */
+
+static void
+ag_tokens_settle(ag_run_t *run)
+{
+    char        err[256];
+    long long   used, left;
+
+    if (run->conf->max_user_tokens <= 0 || run->payer == NULL
+        || (run->hold == 0 && run->unpaid == 0))
+    {
+        return;
+    }
+
+    if (ag_redis_revive(run, err, sizeof(err)) == 0
+        && ag_tokens_charge(run->redis, run->payer, run->unpaid,
+                            run->run_id, run->hold, &used, &left, err,
+                            sizeof(err))
+           == 0)
+    {
+        run->unpaid = 0;
+        run->hold = 0;
+        return;
+    }
+
+    fprintf(stderr, "airlock-agent: session %s: %lld tokens not counted "
+            "yet: %s\n", run->session, run->unpaid, err);
 }
 
 

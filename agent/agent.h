@@ -217,6 +217,12 @@ typedef struct {
                                                lock and jobs name */
     long long        unpaid;                /* tokens not yet counted in
                                                the payer's day */
+    long long        hold;                  /* tokens the model call
+                                               holds, or held and not
+                                               let go yet, against the
+                                               payer's day
+                                               (ag_tokens_hold()); 0:
+                                               none */
     long             held;                  /* calls held against the
                                                payer's denials
                                                (ag_denials_hold()) */
@@ -307,7 +313,12 @@ int ag_quota_check(redisContext *c, const char *owner, long long max,
 void ag_tokens_over(const ag_conf_t *conf, const char *payer,
     long long used, long long left_ms, char *buf, size_t size);
 int ag_tokens_charge(redisContext *c, const char *owner, long long add,
-    long long *used, long long *left_ms, char *err, size_t size);
+    const char *run_id, long long held, long long *used,
+    long long *left_ms, char *err, size_t size);
+int ag_tokens_hold(redisContext *c, const char *owner, const char *run_id,
+    long long least, long long want, long long max, long long ttl_ms,
+    long long *got, long long *used, long long *left_ms, char *err,
+    size_t size);
 void ag_denials_over(const ag_conf_t *conf, const char *payer,
     long long used, long long left_ms, char *buf, size_t size);
 int ag_denials_charge(redisContext *c, const char *owner, int how,
