@@ -212,13 +212,16 @@ ag_run_ask(ag_run_t *run, const char *prompt)
          * answer, the tool results) at AG_PROMPT_BYTES_PER_TOKEN: the
          * last prompt alone let the tool results of a step, up to
          * --max-tool-bytes, take a run, and the payer's day, past the
-         * limit uncounted.  A prompt that alone would take either to
-         * its limit is not sent.
+         * limit uncounted.  The run's first call has no last prompt:
+         * its whole request is counted so (it was not counted at all,
+         * and a question whose history and prompt were large asked for
+         * all the run, or the day, had left on top of them).  A prompt
+         * that alone would take either to its limit is not sent.
          */
 
         sent = json_dumpb(req, NULL, 0, JSON_COMPACT);
-        grown = (run->last_sent > 0 && sent > run->last_sent)
-                ? sent - run->last_sent : 0;
+        grown = (run->last_sent == 0) ? sent
+                : (sent > run->last_sent) ? sent - run->last_sent : 0;
         next = (long) ((grown + AG_PROMPT_BYTES_PER_TOKEN - 1)
                          / AG_PROMPT_BYTES_PER_TOKEN);
         next = (next > LONG_MAX - run->last_prompt)
@@ -1091,9 +1094,9 @@ ag_tokens_over(const ag_conf_t *conf, const char *payer, long long used,
 
 /*
  * The run ends before a model call whose prompt alone, the last call's
- * and what the request grew by since (grown bytes), prompt tokens in
- * all, would take the run's tokens (--max-tokens) or the payer's day
- * (--max-user-tokens) to its limit.
+ * and what the request grew by since (grown bytes; the first call's:
+ * all of it), prompt tokens in all, would take the run's tokens
+ * (--max-tokens) or the payer's day (--max-user-tokens) to its limit.
  */
 
 static void
@@ -1104,10 +1107,19 @@ ag_tokens_ahead(ag_run_t *run, const char *limit, long prompt, size_t grown)
 
     conf = run->conf;
 
-    snprintf(why, sizeof(why), "the next model call's prompt, about %ld "
-             "tokens (the last call's, %ld, and the %zu bytes it grew by "
-             "since, the tool results among them, at %d bytes a token)",
-             prompt, run->last_prompt, grown, AG_PROMPT_BYTES_PER_TOKEN);
+    if (run->last_sent == 0) {
+        snprintf(why, sizeof(why), "the first model call's prompt, about "
+                 "%ld tokens (its %zu bytes, the history and the question "
+                 "among them, at %d bytes a token)", prompt, grown,
+                 AG_PROMPT_BYTES_PER_TOKEN);
+
+    } else {
+        snprintf(why, sizeof(why), "the next model call's prompt, about "
+                 "%ld tokens (the last call's, %ld, and the %zu bytes it "
+                 "grew by since, the tool results among them, at %d bytes "
+                 "a token)", prompt, run->last_prompt, grown,
+                 AG_PROMPT_BYTES_PER_TOKEN);
+    }
 
     if (strcmp(limit, "tokens") == 0) {
         snprintf(msg, sizeof(msg), "the run was stopped by a limit per "

@@ -31,8 +31,20 @@ my $t = $a->t;
 Airlock::Prereq::absent('redis-cli not found (auto/deps installs it)')
     unless grep { -x "$_/redis-cli" } split /:/, $ENV{PATH};
 
-$a->setup(agent => [ '--max-tokens', 1000, '--max-user-tokens', 0 ]);
-$a->start_agent('day', '--max-tokens', 100000, '--max-user-tokens', 1000);
+$a->setup(agent => [ '--max-user-tokens', 0 ]);
+
+# the run's first call is counted too, its whole request
+# (AgentTest::first_prompt()): each limit here is that much larger (and
+# a second call's prompt, the first's and more, twice that), and the
+# provider reports that much more prompt for the first call
+my %first = map { $_ => $a->first_prompt($_, '--max-user-tokens', 0) }
+            ('the logs, all of them', 'the logs, briefly');
+$a->start_agent('g', '--max-tokens', $first{'the logs, all of them'} + 1000,
+                '--max-user-tokens', 0);
+$a->start_agent('g2', '--max-tokens', 2 * $first{'the logs, briefly'} + 1000,
+                '--max-user-tokens', 0);
+my $quota = $first{'the logs, all of them'} + 1000;
+$a->start_agent('day', '--max-tokens', 100000, '--max-user-tokens', $quota);
 
 plan tests => 17;
 
@@ -54,24 +66,26 @@ sub asked {
 # the run has 950 left
 $t->write_file('service-logs.txt', 'x' x 3000);
 
+my $f = $first{'the logs, all of them'};
 my $n0 = scalar $a->provider_requests;
 $a->script({ tool_calls => [ $logs ],
-             usage => { prompt => 30, completion => 20 } },
+             usage => { prompt => $f + 30, completion => 20 } },
            { pieces => [ 'never' ] });
-my $ev = $a->ask('grow-1', 'the logs, all of them');
+my $ev = $a->ask('grow-1', 'the logs, all of them', agent => 'g');
 is(scalar(asked($n0)), 1, 'a prompt the tool results took past the limit: '
    . 'not sent');
 my @l = of_type('limit', $ev);
 is(join(',', map { $_->{limit} } @l), 'tokens', 'the tokens limit said');
-cmp_ok(($l[0] // {})->{next_prompt} // 0, '>=', 30 + 3000 / 4,
+cmp_ok(($l[0] // {})->{next_prompt} // 0, '>=', $f + 30 + 3000 / 4,
        '... with the next prompt as counted');
 like(($l[0] // {})->{message} // '', qr/next model call's prompt, about \d+ tokens/,
      '... and said so');
 my ($done) = of_type('done', $ev);
-is(($done // {})->{tokens}, 50, 'the tokens used: the one call\'s');
+is(($done // {})->{tokens}, $f + 50, 'the tokens used: the one call\'s');
 is(($done // {})->{outcome}, 'limit', 'outcome limit');
 
-# the session goes on: the call has its result in the history
+# the session goes on (on an agent with room for its history): the call
+# has its result in the history
 $t->write_file('service-logs.txt', "ok\n");
 $n0 = scalar $a->provider_requests;
 $a->script({ pieces => [ 'fine' ] });
@@ -86,10 +100,11 @@ is(scalar(grep { ($_->{tool_call_id} // '') eq 'call_logs' } @$msgs), 1,
 # ---- a small tool result: the call made, its cap less what it added --------
 
 $n0 = scalar $a->provider_requests;
+$f = $first{'the logs, briefly'};
 $a->script({ tool_calls => [ $logs ], obey_max_tokens => 1,
-             usage => { prompt => 30, completion => 20 } },
-           { pieces => [ 'fine' ], usage => { prompt => 40 } });
-$ev = $a->ask('grow-2', 'the logs, briefly');
+             usage => { prompt => $f + 30, completion => 20 } },
+           { pieces => [ 'fine' ], usage => { prompt => $f + 40 } });
+$ev = $a->ask('grow-2', 'the logs, briefly', agent => 'g2');
 my @r = asked($n0);
 is(scalar(@r), 2, 'a prompt that fits: sent');
 my $grew = ($r[1]{headers}{'content-length'} // 0)
@@ -106,8 +121,9 @@ is(((of_type('answer', $ev))[0] // {})->{text}, 'fine', 'answered');
 $t->write_file('service-logs.txt', 'x' x 3000);
 $a->redis_cli('DEL', "airlock:quota:tokens:$owner");
 $n0 = scalar $a->provider_requests;
+$f = $first{'the logs, all of them'};
 $a->script({ tool_calls => [ $logs ],
-             usage => { prompt => 30, completion => 20 } },
+             usage => { prompt => $f + 30, completion => 20 } },
            { pieces => [ 'never' ] });
 $ev = $a->ask('grow-3', 'the logs, all of them', agent => 'day');
 is(scalar(asked($n0)), 1, 'a prompt the tool results took past the quota: '
@@ -115,8 +131,8 @@ is(scalar(asked($n0)), 1, 'a prompt the tool results took past the quota: '
 @l = of_type('limit', $ev);
 is(join(',', map { $_->{limit} } @l), 'user_tokens',
    'the user_tokens limit said');
-like(($l[0] // {})->{message} // '', qr/--max-user-tokens \(1000\)/,
+like(($l[0] // {})->{message} // '', qr/--max-user-tokens \($quota\)/,
      '... naming the option');
-is(day(), 50, 'the owner\'s day: the one call, not past the quota');
+is(day(), $f + 50, 'the owner\'s day: the one call, not past the quota');
 
 is($a->agent_errors, '', 'no sanitizer reports from the agents');

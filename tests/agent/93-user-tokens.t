@@ -36,8 +36,12 @@ Airlock::Prereq::absent('redis-cli not found (auto/deps installs it)')
 
 $a->setup(agent => [ '--max-wall', 30000 ]);
 
-# q: 1000 tokens a day an owner; z: no limit
-$a->start_agent('q', '--max-wall', 30000, '--max-user-tokens', 1000,
+# q: 1000 tokens a day an owner past what a short question's first call
+# is counted before it is made (its whole request: the quota would not
+# let it be made at all); z: no limit
+my $F = $a->first_prompt('x' x 16, '--max-user-tokens', 0);
+my $Q = $F + 1000;
+$a->start_agent('q', '--max-wall', 30000, '--max-user-tokens', $Q,
                 '--max-tokens', 100000);
 $a->start_agent('z', '--max-wall', 30000, '--max-user-tokens', 0,
                 '--max-tokens', 100000);
@@ -106,21 +110,22 @@ ok($pttl > 0 && abs($pttl - $left) < 5000,
 # a run that crosses the quota ends before its next model call
 my $before = calls();
 $a->script({ tool_calls => [ $logs ],
-             usage => { prompt => 300, completion => 100 } },
+             usage => { prompt => $F + 300, completion => 100 } },
            { pieces => [ 'never' ] });
 $r = ask('q', $ALICE, 'alice-2', 'look at the logs');
 is($r->{status}, 200, 'her next question, a new session: taken (700 used)');
 my @l = AgentTest::of_type('limit', $r->{events});
 is(scalar(@l) == 1 && $l[0]{limit}, 'user_tokens',
    '... its run ends with a user_tokens limit');
-like($l[0]{message} // '', qr/--max-user-tokens \(1000\)/,
+like($l[0]{message} // '', qr/--max-user-tokens \($Q\)/,
      '... naming --max-user-tokens');
-is($l[0]{value}, 1100, '... her day\'s count');
+is($l[0]{value}, $F + 1100, '... her day\'s count');
 is((AgentTest::of_type('done', $r->{events}))[0]{outcome}, 'limit',
    '... outcome limit');
 is(scalar(AgentTest::of_type('answer', $r->{events})), 0, '... no answer');
 is(calls(), $before + 1, '... the model called once, not again');
-is(tokens("uid:$ALICE"), '1100', '... counted in the same day: 1100');
+is(tokens("uid:$ALICE"), $F + 1100, '... counted in the same day: 1100 '
+   . 'past the first call\'s count');
 my $s = decode_json(redis('GET', 'airlock:session:alice-2') || '{}');
 is($s->{runs}[-1]{outcome}, 'limit', '... the run stored in her session');
 ok((grep { ($_->{role} // '') eq 'tool' } @{$s->{messages} // []}),
@@ -130,7 +135,7 @@ ok((grep { ($_->{role} // '') eq 'tool' } @{$s->{messages} // []}),
 $before = calls();
 $r = ask('q', $ALICE, 'alice-3', 'one more');
 is($r->{what}, '429 quota', 'her next question, a new session: 429 quota');
-like($r->{json}{message} // '', qr/--max-user-tokens \(1000\)/,
+like($r->{json}{message} // '', qr/--max-user-tokens \($Q\)/,
      '... naming --max-user-tokens');
 my ($in) = ($r->{json}{message} // '') =~ /until the day ends, in (\d+) s/;
 $left = to_midnight();
@@ -144,7 +149,7 @@ is(ask('q', $ALICE, 'alice-1', 'again')->{what}, '429 quota',
    'her question in her stored session: 429 quota');
 is(redis('STRLEN', 'airlock:session:alice-1'), $len, '... it is unchanged');
 is(calls(), $before, '... the model not called');
-is(tokens("uid:$ALICE"), '1100', '... her count unchanged');
+is(tokens("uid:$ALICE"), $F + 1100, '... her count unchanged');
 
 # ---- another owner, root ----------------------------------------------------
 $a->script({ pieces => [ 'his' ],
@@ -156,14 +161,14 @@ is(ask('q', 0, 'alice-1', 'root in hers',
         "X-Airlock-Others-Session: yes\r\n")->{what}, '429 quota',
    'root in alice\'s session: her quota, 429');
 $a->script({ pieces => [ 'big' ],
-             usage => { prompt => 1000, completion => 500 } });
+             usage => { prompt => $F + 1000, completion => 500 } });
 ok(answered(ask('q', 0, 'root-1', 'a big one')), 'root uses his own');
-is(tokens('uid:0'), '1500', '... counted');
+is(tokens('uid:0'), $F + 1500, '... counted');
 is(ask('q', 0, 'root-2', 'more')->{what}, '429 quota',
    '... and is held to it too');
 ok(answered(ask('z', 0, 'root-3', 'no limit here')),
    'an agent with --max-user-tokens 0 on the same Redis: served');
-is(tokens('uid:0'), '1500', '... and counts nothing');
+is(tokens('uid:0'), $F + 1500, '... and counts nothing');
 
 # ---- once the count expires (at the day's end), questions are taken ---------
 redis('PEXPIRE', "airlock:quota:tokens:uid:$ALICE", 100);
@@ -233,7 +238,7 @@ my $d = $t->testdir;
 $t->run_daemon('python3', "$d/parts.py", "$d/parts.sock");
 $t->wait_for_port("unix:$d/parts.sock") or die "parts.py did not start\n";
 $a->start_agent('p', '--gateway', "$d/parts.sock", '--max-wall', 30000,
-                '--max-user-tokens', 1000);
+                '--max-user-tokens', $Q);
 my $CAROL = 61933;
 ok(answered(ask('p', $CAROL, 'carol-1', 'parts')),
    'a usage of prompt_tokens and completion_tokens: answered');

@@ -11,7 +11,10 @@
 # is less (a client refused over max_tokens is never asked for more).  A prompt that alone would take the run to its limit is not
 # sent, and an answer cut where the run's tokens ran out ends the run
 # with the "tokens" limit.  The scripted provider is held to the cap it
-# is asked for (obey_max_tokens), as a provider is.
+# is asked for (obey_max_tokens), as a provider is.  The run's first
+# call is counted too, its whole request (AgentTest::first_prompt()):
+# each limit here is that much larger, and the provider reports that
+# much more prompt for it.
 
 use strict;
 use warnings;
@@ -43,29 +46,35 @@ sub asked {
 
 # the last prompt (70) and what the step added to it would take the run
 # to its limit (80 + 70 and more)
+my $first = $a->first_prompt('the logs, with a long history',
+                             '--max-user-tokens', 0);
+$a->start_agent('s', '--max-tokens', $first + 100, '--max-user-tokens', 0);
 my $n0 = scalar $a->provider_requests;
 $a->script({ tool_calls => [ $logs ],
-             usage => { prompt => 70, completion => 10 } },
+             usage => { prompt => $first + 70, completion => 10 } },
            { pieces => [ 'never' ] });
-my $ev = $a->ask('step-2', 'the logs, with a long history');
+my $ev = $a->ask('step-2', 'the logs, with a long history', agent => 's');
 is(scalar(asked($n0)), 1, 'a prompt that would pass the limit: not sent');
 my @l = of_type('limit', $ev);
 is(join(',', map { $_->{limit} } @l), 'tokens', 'the tokens limit said');
-is(((of_type('done', $ev))[0] // {})->{tokens}, 80, 'the tokens used');
+is(((of_type('done', $ev))[0] // {})->{tokens}, $first + 80,
+   'the tokens used');
 is(scalar(of_type('answer', $ev)), 0, 'no answer');
 
 # what such a step adds to the prompt, as the agent counts it
-my $grew = (($l[0] // {})->{next_prompt} // 70) - 70;
+my $grew = (($l[0] // {})->{next_prompt} // 70) - 70 - $first;
 
 # two steps: the second asks for what is left, the run's limit less 50
-# and the second prompt (30 and what the step added), 20, and gets it
-my $max = 50 + 30 + $grew + 20;
+# and the first prompt, and the second prompt (the first, 30 and what
+# the step added), 20, and gets it
+$first = $a->first_prompt('the logs, at length', '--max-user-tokens', 0);
+my $max = $first + 50 + $first + 30 + $grew + 20;
 $a->start_agent('c', '--max-tokens', $max, '--max-user-tokens', 0);
 $n0 = scalar $a->provider_requests;
 $a->script({ tool_calls => [ $logs ], obey_max_tokens => 1,
-             usage => { prompt => 30, completion => 20 } },
+             usage => { prompt => $first + 30, completion => 20 } },
            { pieces => [ ('w') x 60 ], obey_max_tokens => 1,
-             usage => { prompt => 30 } });
+             usage => { prompt => $first + 30 } });
 $ev = $a->ask('step-1', 'the logs, at length', agent => 'c');
 my @cap = asked($n0);
 is(scalar(@cap), 2, 'two model calls');

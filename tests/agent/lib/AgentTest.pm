@@ -549,6 +549,32 @@ sub ask {
 }
 
 
+# The first model call's prompt, as an agent with options @opt (those
+# that shape its requests: --sandbox, --system-prompt) counts it before
+# the call (its request's bytes at 2 a token), for the question $prompt
+# in a new session: the next_prompt of the "limit" event of an agent
+# with 1 token a question (or, from an agent that made the call all the
+# same, the bytes the provider got at 2 a token).
+sub first_prompt {
+    my ($self, $prompt, @opt) = @_;
+    my $key = join ' ', @opt;
+    my $name = $self->{first}{$key} //= 'first-' . keys %{$self->{first}};
+
+    $self->start_agent($name, @opt, '--max-tokens', 1,
+                       '--max-user-tokens', 0)
+        unless $self->{agents}{$name};
+    my $n = scalar(() = $self->provider_requests);
+    my $ev = $self->ask("$name-" . ++$self->{first_n}, $prompt,
+                        agent => $name);
+    my ($l) = grep { ($_->{limit} // '') eq 'tokens' } of_type('limit', $ev);
+    return $l->{next_prompt} if defined(($l // {})->{next_prompt});
+
+    my $r = ($self->provider_requests)[$n]
+        // die "no first prompt counted for \"$prompt\"\n";
+    return int((($r->{headers}{'content-length'} // 0) + 1) / 2);
+}
+
+
 sub events {
     my ($raw) = @_;
     my ($head, $body) = split /\r\n\r\n/, $raw, 2;
