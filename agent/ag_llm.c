@@ -90,11 +90,12 @@ ag_curl_progress(void *data, curl_off_t dltotal, curl_off_t dlnow,
 
 
 int
-ag_llm_call(ag_run_t *run, json_t *request, ag_llm_result_t *res)
+ag_llm_call(ag_run_t *run, const char *body, size_t len,
+    ag_llm_result_t *res)
 {
     int                 rc, n;
     char                url[sizeof("http://airlock/chat/completions")
-                            + AG_PREFIX_MAX], *body;
+                            + AG_PREFIX_MAX];
     size_t              i;
     CURL               *curl;
     CURLcode            cc;
@@ -110,25 +111,22 @@ ag_llm_call(ag_run_t *run, json_t *request, ag_llm_result_t *res)
     ctx.run = run;
     ctx.res = res;
 
-    body = json_dumps(request, JSON_COMPACT);
     curl = curl_easy_init();
 
-    if (body == NULL || curl == NULL || res->tool_calls == NULL) {
+    if (curl == NULL || res->tool_calls == NULL) {
         snprintf(res->error, sizeof(res->error), "out of memory");
-        free(body);
         curl_easy_cleanup(curl);
         return -1;
     }
 
     ctx.curl = curl;
-    res->sent_len = strlen(body);
+    res->sent_len = len;
 
     /* --llm-prefix is at most AG_PREFIX_MAX bytes: never cut here */
     n = snprintf(url, sizeof(url), "http://airlock%s/chat/completions",
                  run->conf->llm_prefix);
     if (n < 0 || (size_t) n >= sizeof(url)) {
         snprintf(res->error, sizeof(res->error), "--llm-prefix is too long");
-        free(body);
         curl_easy_cleanup(curl);
         return -1;
     }
@@ -198,7 +196,6 @@ ag_llm_call(ag_run_t *run, json_t *request, ag_llm_result_t *res)
 
     curl_slist_free_all(hdrs);
     curl_easy_cleanup(curl);
-    free(body);
     free(ctx.line);
     free(ctx.raw);
 

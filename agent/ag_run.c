@@ -62,6 +62,7 @@
 
 static void ag_event_send(ag_run_t *run, const char *type, json_t *data);
 static json_t *ag_request(ag_run_t *run, long cap);
+static char *ag_request_text(json_t *req, size_t *len);
 static char *ag_system_prompt(ag_run_t *run);
 static int ag_tool(ag_run_t *run, json_t *call);
 static int ag_tool_route(ag_run_t *run, const char *id,
@@ -110,8 +111,8 @@ ag_run_ask(ag_run_t *run, const char *prompt)
     int               rc, stop, capped;
     long              used, out, next;
     const char       *limit;
-    char              when[32], *text;
-    size_t            i, n, dropped, sent, grown;
+    char              when[32], *text, *body;
+    size_t            i, n, dropped, sent, len, grown;
     json_t           *req, *msg, *calls, *call, *names, *record;
     time_t            now;
     struct tm         tm;
@@ -219,7 +220,21 @@ ag_run_ask(ag_run_t *run, const char *prompt)
          * that alone would take either to its limit is not sent.
          */
 
-        sent = json_dumpb(req, NULL, 0, JSON_COMPACT);
+        /*
+         * The request as it is sent, its output cap 0 for now: the last
+         * member (ag_request()), written over once it is known.
+         */
+        body = ag_request_text(req, &sent);
+        json_decref(req);
+
+        if (body == NULL) {
+            ag_event(run, "error", json_pack("{s:s, s:s}", "code",
+                                             "internal", "message",
+                                             "out of memory"));
+            outcome = "error";
+            break;
+        }
+
         grown = (run->last_sent == 0) ? sent
                 : (sent > run->last_sent) ? sent - run->last_sent : 0;
         next = (long) ((grown + AG_PROMPT_BYTES_PER_TOKEN - 1)
@@ -239,7 +254,7 @@ ag_run_ask(ag_run_t *run, const char *prompt)
 
         if (next >= out) {
             ag_tokens_ahead(run, limit, next, grown);
-            json_decref(req);
+            free(body);
             break;
         }
 
@@ -249,7 +264,7 @@ ag_run_ask(ag_run_t *run, const char *prompt)
 
         rc = ag_tokens_reserve(run, next, grown, out);
         if (rc != 0) {
-            json_decref(req);
+            free(body);
             outcome = (rc == AG_STOP) ? "limit" : "error";
             break;
         }
@@ -261,15 +276,14 @@ ag_run_ask(ag_run_t *run, const char *prompt)
             limit = "user_tokens";
         }
 
-        json_object_set_new(req, conf->out_member,
-                            json_integer((json_int_t) out));
+        len = sent - 2 + (size_t) sprintf(body + sent - 2, "%ld}", out);
 
         run->steps++;
         ag_event(run, "step", json_pack("{s:I}", "n",
                                         (json_int_t) run->steps));
 
-        rc = ag_llm_call(run, req, &res);
-        json_decref(req);
+        rc = ag_llm_call(run, body, len, &res);
+        free(body);
         run->last_sent = sent;
 
         /* the count is the gateway's word, however large: no overflow */
@@ -667,6 +681,42 @@ ag_request(ag_run_t *run, long cap)
     }
 
     return req;
+}
+
+
+/*
+ * The request as JSON, once: its last member the output cap, 0, and
+ * room after it for the cap's digits, written over that 0 (the request
+ * at *len bytes).  NULL when out of memory.
+ */
+
+static char *
+ag_request_text(json_t *req, size_t *len)
+{
+    char    *s, *t;
+    size_t   n;
+
+    s = json_dumps(req, JSON_COMPACT);
+    if (s == NULL) {
+        return NULL;
+    }
+
+    n = strlen(s);
+
+    if (n < 3 || strcmp(s + n - 3, ":0}") != 0) {
+        free(s);
+        return NULL;
+    }
+
+    t = realloc(s, n + 24);             /* LONG_MAX's digits, "}", NUL */
+    if (t == NULL) {
+        free(s);
+        return NULL;
+    }
+
+    *len = n;
+
+    return t;
 }
 
 

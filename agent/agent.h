@@ -289,7 +289,8 @@ typedef struct {
     char             error[AG_ERRBODY_MAX];
 } ag_llm_result_t;
 
-int ag_llm_call(ag_run_t *run, json_t *request, ag_llm_result_t *res);
+int ag_llm_call(ag_run_t *run, const char *body, size_t len,
+    ag_llm_result_t *res);
 void ag_llm_result_free(ag_llm_result_t *res);
 int ag_route_call(ag_run_t *run, const char *method, const char *target,
     const char *body, const char *ctype, size_t max, ag_http_t *out);
