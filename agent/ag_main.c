@@ -125,6 +125,8 @@ static ssize_t ag_read_until(int fd, char *buf, size_t len,
     int64_t deadline);
 static void ag_respond(int fd, int status, const char *ctype,
     const char *body, int64_t deadline, int retry);
+static void ag_quota_refuse(int fd, const char *session, int over,
+    const char *msg, const char *err);
 static void ag_respond_error(int fd, int status, const char *code,
     const char *message);
 static int ag_load_take(const ag_conf_t *conf, size_t need,
@@ -2264,6 +2266,28 @@ ag_respond(int fd, int status, const char *ctype, const char *body,
 }
 
 
+/*
+ * A question refused before its run by one of its payer's quotas: over
+ * it (msg, the quota's word: whose, how much, the option, when it
+ * frees), 429 "quota" and the log's line; else Redis failed (err), 503
+ * "redis".
+ */
+
+static void
+ag_quota_refuse(int fd, const char *session, int over, const char *msg,
+    const char *err)
+{
+    if (over) {
+        fprintf(stderr, "airlock-agent: session %s: a question refused: "
+                "%s\n", session, msg);
+        ag_respond_error(fd, 429, "quota", msg);
+        return;
+    }
+
+    ag_respond_error(fd, 503, "redis", err);
+}
+
+
 static void
 ag_respond_error(int fd, int status, const char *code, const char *message)
 {
@@ -2505,13 +2529,8 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
                          "(--session-ttl), the oldest in %lld s", payer,
                          used, conf->max_user_bytes,
                          left > 0 ? (left + 999) / 1000 : 0);
-                fprintf(stderr, "airlock-agent: session %s: a question "
-                        "refused: %s\n", session, msg);
-                ag_respond_error(fd, 429, "quota", msg);
-
-            } else {
-                ag_respond_error(fd, 503, "redis", err);
             }
+            ag_quota_refuse(fd, session, rc == 1, msg, err);
             goto refused;
         }
     }
@@ -2533,13 +2552,8 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         if (rc != 0 || used >= conf->max_user_tokens) {
             if (rc == 0) {
                 ag_tokens_over(conf, payer, used, left, msg, sizeof(msg));
-                fprintf(stderr, "airlock-agent: session %s: a question "
-                        "refused: %s\n", session, msg);
-                ag_respond_error(fd, 429, "quota", msg);
-
-            } else {
-                ag_respond_error(fd, 503, "redis", err);
             }
+            ag_quota_refuse(fd, session, rc == 0, msg, err);
             goto refused;
         }
     }
@@ -2562,13 +2576,8 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         if (rc != 0 || used >= conf->max_user_denials) {
             if (rc == 0) {
                 ag_denials_over(conf, payer, used, left, msg, sizeof(msg));
-                fprintf(stderr, "airlock-agent: session %s: a question "
-                        "refused: %s\n", session, msg);
-                ag_respond_error(fd, 429, "quota", msg);
-
-            } else {
-                ag_respond_error(fd, 503, "redis", err);
             }
+            ag_quota_refuse(fd, session, rc == 0, msg, err);
             goto refused;
         }
     }

@@ -825,22 +825,12 @@ ag_quota_check(redisContext *c, const char *owner, long long max,
                      "return {1, total, left}",
                      owner, owner, max);
 
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY
-        && (r->elements == 2 || r->elements == 3)
-        && r->element[0]->type == REDIS_REPLY_INTEGER
-        && r->element[1]->type == REDIS_REPLY_INTEGER
-        && (r->elements == 2
-            || r->element[2]->type == REDIS_REPLY_INTEGER))
-    {
+    if (ag_redis_answer(c, r, 2, 3, "quota", owner, err, size)) {
         rc = (r->element[0]->integer == 0) ? 0 : 1;
         *used = r->element[1]->integer;
         *left_ms = (r->elements == 3) ? r->element[2]->integer : 0;
 
     } else {
-        snprintf(err, size, "redis (the quota of %s): %s", owner,
-                 r == NULL || r->type == REDIS_REPLY_ERROR
-                 ? ag_redis_why(r, c->errstr)
-                 : "an answer not of the script's");
         rc = -1;
     }
 
@@ -1055,20 +1045,12 @@ ag_denials_charge(redisContext *c, const char *owner, int how,
                      owner, window_ms, how, member != NULL ? member : "-",
                      max);
 
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3
-        && r->element[0]->type == REDIS_REPLY_INTEGER
-        && r->element[1]->type == REDIS_REPLY_INTEGER
-        && r->element[2]->type == REDIS_REPLY_INTEGER)
-    {
+    if (ag_redis_answer(c, r, 3, 3, "denials", owner, err, size)) {
         rc = (int) r->element[0]->integer;
         *used = r->element[1]->integer;
         *left_ms = r->element[2]->integer;
 
     } else {
-        snprintf(err, size, "redis (the denials of %s): %s", owner,
-                 r == NULL || r->type == REDIS_REPLY_ERROR
-                 ? ag_redis_why(r, c->errstr)
-                 : "an answer not of the script's");
         rc = -1;
     }
 
