@@ -197,6 +197,7 @@ static const struct option  ag_options[] = {
     { "max-user-jobs",   required_argument, NULL, 18 },
     { "max-user-bytes",  required_argument, NULL, 13 },
     { "max-user-tokens", required_argument, NULL, 14 },
+    { "max-user-tokens-per-minute", required_argument, NULL, 19 },
     { "max-user-denials", required_argument, NULL, 17 },
     { "api-peer",        required_argument, NULL, 'A' },
     { "listen-group",    required_argument, NULL, 'G' },
@@ -603,6 +604,12 @@ ag_usage(FILE *f)
 "                       model call to be made; at or over it, 429\n"
 "                       \"quota\" (a run going on ends: \"limit\") until\n"
 "                       the day ends (2000000; 0: no limit); root's too\n"
+"  --max-user-tokens-per-minute N  tokens one owner's questions' model\n"
+"                       calls hold and use in a UTC minute, all\n"
+"                       together; a call that finds none left waits for\n"
+"                       the next minute (half the --client's\n"
+"                       tokens_per_minute for the --llm-prefix entry; 0,\n"
+"                       as without one: no limit); root's too\n"
 "  --max-user-denials N proxy denials one owner's questions cause within\n"
 "                       the policy's quarantine window (60 s without\n"
 "                       one), all together, for a tool call to be made;\n"
@@ -747,6 +754,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
     conf->max_user_jobs = 4;
     conf->max_user_bytes = 256L << 20;
     conf->max_user_tokens = 2000000;
+    conf->max_user_tpm = -1;                /* from the policy */
     conf->max_user_denials = -1;            /* from the policy */
 
     for ( ;; ) {
@@ -813,6 +821,11 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
             slot = &conf->max_user_tokens;
             min = 0;
             max = 1L << 40;
+            break;
+        case 19:
+            slot = &conf->max_user_tpm;
+            min = 0;
+            max = 4294967295L;
             break;
         case 17:
             slot = &conf->max_user_denials;
@@ -1214,7 +1227,7 @@ static int
 ag_load_tools(ag_conf_t *conf)
 {
     char                msg[AL_ERR_MAX + 300], *text;
-    uint64_t            cap;
+    uint64_t            cap, tpm;
     al_error_t          err;
     json_error_t        jerr;
     const al_llm_t     *llm;
@@ -1282,6 +1295,23 @@ ag_load_tools(ag_conf_t *conf)
             (conf->policy->quarantine.threshold == 0) ? 0
             : (conf->policy->quarantine.threshold < 3) ? 1
             : (long) (conf->policy->quarantine.threshold - 1) / 2;
+    }
+
+    /*
+     * --max-user-tokens-per-minute: the gateway's tokens_per_minute for
+     * the agent's client is every user's together, a fixed UTC minute,
+     * and one user's question could take all of it, every other's model
+     * calls refused ("budget") until the minute ended.  By default one
+     * owner's calls hold and use half of it at most, so no one user's
+     * questions take the whole minute; without one, no limit.
+     */
+
+    if (conf->max_user_tpm < 0) {
+        tpm = (al_llm_find_client(llm, conf->pclient) != NULL)
+              ? al_llm_find_client(llm, conf->pclient)->tokens_per_minute
+              : 0;
+        conf->max_user_tpm = (tpm == 0) ? 0
+                             : (tpm < 2) ? 1 : (long) (tpm / 2);
     }
 
     conf->out_member = (llm->kind == AL_LLM_OPENAI) ? "max_completion_tokens"
@@ -2547,8 +2577,8 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     run.asker = peer->owner;
 
     if (conf->max_user_tokens > 0) {
-        rc = ag_tokens_charge(run.redis, payer, 0, NULL, 0, &used, &left,
-                              err, sizeof(err));
+        rc = ag_tokens_charge(run.redis, payer, AG_COUNT_DAY, 0, NULL, 0,
+                              &used, &left, err, sizeof(err));
         if (rc != 0 || used >= conf->max_user_tokens) {
             if (rc == 0) {
                 ag_tokens_over(conf, payer, used, left, msg, sizeof(msg));
@@ -2648,10 +2678,13 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
      * the calls not counted yet, and a hold not let go (ag_run_ask()
      * does both after each call, Redis permitting), once Redis is back
      */
-    if ((run.unpaid > 0 || run.hold > 0) && conf->max_user_tokens > 0
+    if ((run.unpaid > 0 || run.hold > 0)
+        && (conf->max_user_tokens > 0 || conf->max_user_tpm > 0)
         && run.redis != NULL && run.redis->err == 0
-        && ag_tokens_charge(run.redis, payer, run.unpaid, run.run_id,
-                            run.hold, &used, &left, msg, sizeof(msg)) != 0)
+        && ag_tokens_charge(run.redis, payer, ag_tokens_counted(conf),
+                            run.unpaid, run.run_id, run.hold, &used, &left,
+                            msg, sizeof(msg))
+           != 0)
     {
         fprintf(stderr, "airlock-agent: session %s: %lld tokens not "
                 "counted: %s\n", session, run.unpaid, msg);

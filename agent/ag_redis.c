@@ -38,6 +38,9 @@
  *                               against that count, "<run> <tokens>",
  *                               each scored by when it expires (ms,
  *                               Redis's clock; ag_tokens_hold())
+ *   airlock:quota:tokens:!minute:<owner>  the tokens of the owner's
+ *                               questions this UTC minute, expiring at
+ *                               its end (--max-user-tokens-per-minute)
  *   airlock:quota:denials:<owner>  the proxy denials the owner's
  *                               questions caused within the window, each
  *                               scored by when (ms, Redis's clock), the
@@ -123,31 +126,39 @@
 
 /*
  * The tokens scripts' keys (ag_tokens_charge(), ag_tokens_hold()): k an
- * owner's count, h the calls held against it (no owner starts with
- * '!', so it is no owner's count), each checked for its type, used the
- * count; then now (ms) and day (the next 00:00 UTC, ms), by Redis's
- * clock.
+ * owner's count a day, h the calls held against it, m its count a
+ * minute (no owner starts with '!', so neither is an owner's count),
+ * each checked for its type, used and mused the counts; then now (ms),
+ * day (the next 00:00 UTC, ms) and minute (the next minute's start, ms),
+ * by Redis's clock.
  */
 
-#define AG_TOKENS_HOLDS  "airlock:quota:tokens:!held:"
+#define AG_TOKENS_HOLDS   "airlock:quota:tokens:!held:"
+#define AG_TOKENS_MINUTE  "airlock:quota:tokens:!minute:"
 
 #define AG_TOKENS_TYPES                                                      \
-    "local k, h = KEYS[1], KEYS[2] "                                         \
+    "local k, h, m = KEYS[1], KEYS[2], KEYS[3] "                             \
     "local t = redis.call('type', k)['ok'] "                                 \
     "local ht = redis.call('type', h)['ok'] "                                \
-    "local used = 0 "                                                        \
+    "local mt = redis.call('type', m)['ok'] "                                \
+    "local used, mused = 0, 0 "                                              \
     "if t == 'string' then "                                                 \
     "used = tonumber(redis.call('get', k)) "                                 \
     "elseif t ~= 'none' then used = nil end "                                \
-    "if used == nil or (ht ~= 'zset' and ht ~= 'none') then "                \
+    "if mt == 'string' then "                                                \
+    "mused = tonumber(redis.call('get', m)) "                                \
+    "elseif mt ~= 'none' then mused = nil end "                              \
+    "if used == nil or mused == nil "                                        \
+    "or (ht ~= 'zset' and ht ~= 'none') then "                               \
     "return redis.error_reply('WRONGTYPE the quota keys hold no count') "    \
     "end "
 
-#define AG_TOKENS_DAY                                                        \
+#define AG_TOKENS_CLOCK                                                      \
     "local tm = redis.call('time') "                                         \
     "local now = tonumber(tm[1]) * 1000 "                                    \
     "+ math.floor(tonumber(tm[2]) / 1000) "                                  \
-    "local day = (math.floor(tonumber(tm[1]) / 86400) + 1) * 86400000 "
+    "local day = (math.floor(tonumber(tm[1]) / 86400) + 1) * 86400000 "      \
+    "local minute = (math.floor(tonumber(tm[1]) / 60) + 1) * 60000 "
 
 
 /* a string of a question's that may be cut for the session to fit */
@@ -843,19 +854,21 @@ ag_quota_check(redisContext *c, const char *owner, long long max,
 /*
  * The tokens owner's questions used this UTC day
  * (airlock:quota:tokens:<owner>), add counted first (0: none; the count
- * held at AG_TOKENS_CAP, a gateway's word however large), and the hold
- * of run_id's call (ag_tokens_hold(): held tokens, 0: none) let go
- * first of all: 0 (*used set, *left_ms: until the day ends, Redis's
- * clock, and the count with it), -1 Redis failed or a key is not the
- * agent's (err set), -2 Redis is loading or busy (err set): try again,
- * -3 Redis is full (err set): nothing added, the count may still be
- * read (add 0 writes nothing).  One script: the count and its expiry
- * are written together.
+ * held at AG_TOKENS_CAP, a gateway's word however large) in it when
+ * count has AG_COUNT_DAY, and in the owner's UTC minute
+ * (airlock:quota:tokens:!minute:<owner>, expiring at its end) when it
+ * has AG_COUNT_MINUTE, and the hold of run_id's call (ag_tokens_hold():
+ * held tokens, 0: none) let go first of all: 0 (*used set, *left_ms:
+ * until the day ends, Redis's clock, and the count with it), -1 Redis
+ * failed or a key is not the agent's (err set), -2 Redis is loading or
+ * busy (err set): try again, -3 Redis is full (err set): nothing added,
+ * the count may still be read (add 0 writes nothing).  One script: the
+ * counts and their expiry are written together.
  */
 
 int
-ag_tokens_charge(redisContext *c, const char *owner, long long add,
-    const char *run_id, long long held, long long *used,
+ag_tokens_charge(redisContext *c, const char *owner, int count,
+    long long add, const char *run_id, long long held, long long *used,
     long long *left_ms, char *err, size_t size)
 {
     int          rc;
@@ -878,20 +891,26 @@ ag_tokens_charge(redisContext *c, const char *owner, long long add,
         snprintf(member, sizeof(member), "-");
     }
 
-    r = redisCommand(c, "EVAL %s 2 airlock:quota:tokens:%s "
-                     AG_TOKENS_HOLDS "%s %lld %lld %s",
+    r = redisCommand(c, "EVAL %s 3 airlock:quota:tokens:%s "
+                     AG_TOKENS_HOLDS "%s " AG_TOKENS_MINUTE "%s "
+                     "%lld %lld %s %d",
                      AG_TOKENS_TYPES
                      "if ARGV[3] ~= '-' then "
                      "redis.call('zrem', h, ARGV[3]) end "
                      "local add = tonumber(ARGV[1]) "
                      "local room = tonumber(ARGV[2]) - used "
                      "if add > room then add = room end "
-                     AG_TOKENS_DAY
-                     "if add > 0 then "
+                     AG_TOKENS_CLOCK
+                     "local count = tonumber(ARGV[4]) "
+                     "if add > 0 and count % 2 == 1 then "
                      "used = redis.call('incrby', k, add) "
                      "redis.call('pexpireat', k, day) end "
+                     "if add > 0 and count >= 2 then "
+                     "redis.call('incrby', m, add) "
+                     "redis.call('pexpireat', m, minute) end "
                      "return {used, day - now}",
-                     owner, owner, add, (long long) AG_TOKENS_CAP, member);
+                     owner, owner, owner, add, (long long) AG_TOKENS_CAP,
+                     member, count);
 
     if (ag_redis_answer(c, r, 2, 2, "tokens", owner, err, size)) {
         *used = r->element[0]->integer;
@@ -910,24 +929,30 @@ ag_tokens_charge(redisContext *c, const char *owner, long long add,
 
 /*
  * A model call's tokens held against owner's day before it is made
- * (--max-user-tokens): its prompt as counted (least) and the output it
- * may ask for, want in all, or what the day has left of max, less its
- * count and the other calls held (each a member "<run> <tokens>" of
+ * (--max-user-tokens, max; 0: none) and against the owner's UTC minute
+ * (--max-user-tokens-per-minute, minute_max; 0: none): its prompt as
+ * counted (least) and the output it may ask for, want in all, or what
+ * the day (the minute) has left, less its count and the other calls
+ * held (each a member "<run> <tokens>" of
  * airlock:quota:tokens:!held:<owner>, scored by when it expires, ttl_ms
- * from now, so a hold whose process died frees by itself), when that
- * is more than least.  Returns 0 held (*got, at most want; the caller
- * lets it go with ag_tokens_charge()), 1 not now (the owner's other
- * calls in flight hold what is left: wait), 2 not held (the day's count
- * alone leaves least or less), -1, -2, -3 as ag_tokens_charge(); *used
- * the day's count, *left_ms until the day ends.  One script, so calls
- * of one owner's questions at once cannot each take what is left.
+ * from now, so a hold whose process died frees by itself), when that is
+ * more than least.  Returns 0 held (*got, at most want; the caller lets
+ * it go with ag_tokens_charge()), 5 held but cut by the minute, 1 not
+ * now (the owner's other calls in flight hold what is left: wait), 2
+ * not held (the day's count alone leaves least or less), 3 not held
+ * (the minute's count alone does: wait for the next, in *left_ms), 4
+ * not held (minute_max is least or less: never), -1, -2, -3 as
+ * ag_tokens_charge(); *used the day's count (the minute's for 3 and 4),
+ * *left_ms until the day ends (the minute, for 3 and 4).  One script,
+ * so calls of one owner's questions at once cannot each take what is
+ * left.
  */
 
 int
 ag_tokens_hold(redisContext *c, const char *owner, const char *run_id,
-    long long least, long long want, long long max, long long ttl_ms,
-    long long *got, long long *used, long long *left_ms, char *err,
-    size_t size)
+    long long least, long long want, long long max, long long minute_max,
+    long long ttl_ms, long long *got, long long *used, long long *left_ms,
+    char *err, size_t size)
 {
     int          rc;
     redisReply  *r;
@@ -936,35 +961,51 @@ ag_tokens_hold(redisContext *c, const char *owner, const char *run_id,
     *used = 0;
     *left_ms = 0;
 
-    r = redisCommand(c, "EVAL %s 2 airlock:quota:tokens:%s "
-                     AG_TOKENS_HOLDS "%s %s %lld %lld %lld %lld",
+    r = redisCommand(c, "EVAL %s 3 airlock:quota:tokens:%s "
+                     AG_TOKENS_HOLDS "%s " AG_TOKENS_MINUTE "%s "
+                     "%s %lld %lld %lld %lld %lld",
                      AG_TOKENS_TYPES
-                     AG_TOKENS_DAY
+                     AG_TOKENS_CLOCK
                      "redis.call('zremrangebyscore', h, '-inf', now) "
                      "local held = 0 "
-                     "for _, m in ipairs(redis.call('zrange', h, 0, -1)) do "
-                     "held = held + (tonumber(string.match(m, '(%d+)$')) "
+                     "for _, e in ipairs(redis.call('zrange', h, 0, -1)) do "
+                     "held = held + (tonumber(string.match(e, '(%d+)$')) "
                      "or 0) end "
                      "local least, want = tonumber(ARGV[2]), "
                      "tonumber(ARGV[3]) "
-                     "local room = tonumber(ARGV[4]) - used - held "
+                     "local max, mmax = tonumber(ARGV[4]), tonumber(ARGV[6]) "
+                     "local cut = 0 "
+                     "if max > 0 then "
+                     "local room = max - used - held "
                      "if room <= least then "
-                     "if held > 0 then return {1, used, 0, day - now} end "
-                     "return {2, used, 0, day - now} end "
-                     "if want > room then want = room end "
+                     "if held > 0 then return {1, used, 0, day - now, 0} end "
+                     "return {2, used, 0, day - now, 0} end "
+                     "if want > room then want = room cut = 1 end end "
+                     "if mmax > 0 then "
+                     "if mmax <= least then "
+                     "return {4, mused, 0, minute - now, 0} end "
+                     "local room = mmax - mused - held "
+                     "if room <= least then "
+                     "if held > 0 then return {1, used, 0, day - now, 0} end "
+                     "return {3, mused, 0, minute - now, 0} end "
+                     "if want > room then want = room cut = 2 end end "
                      "redis.call('zadd', h, now + tonumber(ARGV[5]), "
                      "ARGV[1] .. ' ' .. want) "
                      "local last = redis.call('zrange', h, -1, -1, "
                      "'withscores') "
                      "redis.call('pexpireat', h, tonumber(last[2])) "
-                     "return {0, used, want, day - now}",
-                     owner, owner, run_id, least, want, max, ttl_ms);
+                     "return {0, used, want, day - now, cut}",
+                     owner, owner, owner, run_id, least, want, max, ttl_ms,
+                     minute_max);
 
-    if (ag_redis_answer(c, r, 4, 4, "tokens", owner, err, size)) {
+    if (ag_redis_answer(c, r, 5, 5, "tokens", owner, err, size)) {
         rc = (int) r->element[0]->integer;
         *used = r->element[1]->integer;
         *got = r->element[2]->integer;
         *left_ms = r->element[3]->integer;
+        if (rc == 0 && r->element[4]->integer == 2) {
+            rc = 5;                         /* held, cut by the minute */
+        }
 
     } else {
         rc = ag_redis_refused(r);

@@ -92,7 +92,8 @@ static void ag_stopped(ag_run_t *run);
 static long ag_tokens_guess(const ag_llm_result_t *res);
 static int ag_tokens_paid(ag_run_t *run);
 static int ag_tokens_reserve(ag_run_t *run, long prompt, size_t grown,
-    long out);
+    long out, int *minute);
+static void ag_tokens_minute(ag_run_t *run, long prompt, size_t grown);
 static void ag_tokens_settle(ag_run_t *run);
 static int ag_denials_hold(ag_run_t *run, const char *id, const char *name,
     int *held);
@@ -108,7 +109,7 @@ static void ag_call_check(ag_run_t *run, json_t *calls, size_t i);
 int
 ag_run_ask(ag_run_t *run, const char *prompt)
 {
-    int               rc, stop, capped;
+    int               rc, stop, capped, minute;
     long              used, out, next;
     const char       *limit;
     char              when[32], *text, *body;
@@ -262,7 +263,7 @@ ag_run_ask(ag_run_t *run, const char *prompt)
         capped = (conf->out_cap == 0 || out < conf->out_cap);
         out = capped ? out : conf->out_cap;
 
-        rc = ag_tokens_reserve(run, next, grown, out);
+        rc = ag_tokens_reserve(run, next, grown, out, &minute);
         if (rc != 0) {
             free(body);
             outcome = (rc == AG_STOP) ? "limit" : "error";
@@ -273,7 +274,7 @@ ag_run_ask(ag_run_t *run, const char *prompt)
             /* the payer's other questions hold the rest of the day */
             out = (long) (run->hold - next);
             capped = 1;
-            limit = "user_tokens";
+            limit = minute ? "user_tokens_per_minute" : "user_tokens";
         }
 
         len = sent - 2 + (size_t) sprintf(body + sent - 2, "%ld}", out);
@@ -354,6 +355,8 @@ ag_run_ask(ag_run_t *run, const char *prompt)
             if (capped && strcmp(res.finish, "length") == 0) {
                 if (strcmp(limit, "tokens") == 0) {
                     ag_limit(run, limit, run->tokens, conf->max_tokens);
+                } else if (strcmp(limit, "user_tokens") != 0) {
+                    ag_limit(run, limit, used, conf->max_user_tpm);
                 } else {
                     ag_limit(run, limit, (long) (run->day_used + used),
                              conf->max_user_tokens);
@@ -756,7 +759,8 @@ ag_tokens_paid(ag_run_t *run)
     for ( ;; ) {
         rc = ag_redis_revive(run, err, sizeof(err));
         if (rc == 0) {
-            rc = ag_tokens_charge(run->redis, run->payer, run->unpaid,
+            rc = ag_tokens_charge(run->redis, run->payer,
+                                  ag_tokens_counted(conf), run->unpaid,
                                   run->run_id, run->hold, &used, &left,
                                   err, sizeof(err));
         }
@@ -777,8 +781,9 @@ ag_tokens_paid(ag_run_t *run)
     if (rc == -3) {
         fprintf(stderr, "airlock-agent: session %s: %lld tokens not "
                 "counted yet: %s\n", run->session, run->unpaid, err);
-        rc = ag_tokens_charge(run->redis, run->payer, 0, run->run_id,
-                              run->hold, &used, &left, err, sizeof(err));
+        rc = ag_tokens_charge(run->redis, run->payer, AG_COUNT_DAY, 0,
+                              run->run_id, run->hold, &used, &left, err,
+                              sizeof(err));
         if (rc == 0) {
             run->hold = 0;
         }
@@ -825,14 +830,19 @@ ag_tokens_paid(ag_run_t *run)
  * less the prompt when it is less), one
  * that finds nothing left while the payer's other calls are in flight
  * waits for them, and one whose prompt alone would take the day to the
- * quota is not made (the "user_tokens" limit).  A hold expires with the
- * run's time, so one whose process died frees by itself.  Redis full
- * holds nothing: the call is made as the count alone allows (logged).
- * 0, AG_STOP, or -1 (an "error" event).
+ * quota is not made (the "user_tokens" limit).  The same holds for the
+ * payer's UTC minute (--max-user-tokens-per-minute; *minute: the minute
+ * cut the hold), but a call that finds the minute used up waits for the
+ * next, and one whose prompt alone is the share or more is not made
+ * (the "user_tokens_per_minute" limit).  A hold expires with the run's
+ * time, so one whose process died frees by itself.  Redis full holds
+ * nothing: the call is made as the count alone allows (logged).  0,
+ * AG_STOP, or -1 (an "error" event).
  */
 
 static int
-ag_tokens_reserve(ag_run_t *run, long prompt, size_t grown, long out)
+ag_tokens_reserve(ag_run_t *run, long prompt, size_t grown, long out,
+    int *minute)
 {
     int              rc;
     char             err[256];
@@ -842,8 +852,11 @@ ag_tokens_reserve(ag_run_t *run, long prompt, size_t grown, long out)
 
     conf = run->conf;
     run->hold = 0;
+    *minute = 0;
 
-    if (conf->max_user_tokens <= 0 || run->payer == NULL) {
+    if ((conf->max_user_tokens <= 0 && conf->max_user_tpm <= 0)
+        || run->payer == NULL)
+    {
         return 0;
     }
 
@@ -854,11 +867,11 @@ ag_tokens_reserve(ag_run_t *run, long prompt, size_t grown, long out)
         if (rc == 0) {
             rc = ag_tokens_hold(run->redis, run->payer, run->run_id, prompt,
                                 (long long) prompt + out,
-                                conf->max_user_tokens, ttl, &got, &used,
-                                &left, err, sizeof(err));
+                                conf->max_user_tokens, conf->max_user_tpm,
+                                ttl, &got, &used, &left, err, sizeof(err));
         }
 
-        if (rc != 1 && rc != -2) {
+        if (rc != 1 && rc != 3 && rc != -2) {
             break;
         }
 
@@ -877,15 +890,24 @@ ag_tokens_reserve(ag_run_t *run, long prompt, size_t grown, long out)
             return ag_wall_stop(run);
         }
 
+        /* the minute's end (3), or a while: 20 to 50 ms */
         ts.tv_sec = 0;
-        ts.tv_nsec = (20 + (long) ((uint64_t) (ag_now_ms() + getpid())
-                                   % 30)) * 1000000L;
+        ts.tv_nsec = (rc == 3 && left < 250) ? (left + 1) * 1000000L
+                     : (rc == 3) ? 250000000L
+                     : (20 + (long) ((uint64_t) (ag_now_ms() + getpid())
+                                     % 30)) * 1000000L;
         nanosleep(&ts, NULL);
     }
 
-    if (rc == 0) {
+    if (rc == 0 || rc == 5) {
         run->hold = got;
+        *minute = (rc == 5);
         return 0;
+    }
+
+    if (rc == 4) {
+        ag_tokens_minute(run, prompt, grown);
+        return AG_STOP;
     }
 
     if (rc == 2) {
@@ -912,6 +934,49 @@ ag_tokens_reserve(ag_run_t *run, long prompt, size_t grown, long out)
 
 
 /*
+ * --max-user-tokens-per-minute under a model call's prompt as counted:
+ * no minute has room for it, so the run ends (the limit
+ * "user_tokens_per_minute").
+ */
+
+static void
+ag_tokens_minute(ag_run_t *run, long prompt, size_t grown)
+{
+    char        msg[512];
+    ag_conf_t  *conf;
+
+    conf = run->conf;
+
+    snprintf(msg, sizeof(msg), "the questions of %s may hold and use %ld "
+             "tokens a UTC minute (--max-user-tokens-per-minute), no more "
+             "than the %s model call's prompt, about %ld tokens (%s%zu "
+             "bytes at %d bytes a token): the call is not made",
+             run->payer, conf->max_user_tpm,
+             run->last_sent == 0 ? "first" : "next", prompt,
+             run->last_sent == 0 ? "its " : "the last call's and ", grown,
+             AG_PROMPT_BYTES_PER_TOKEN);
+    fprintf(stderr, "airlock-agent: session %s: a run ended: %s\n",
+            run->session, msg);
+    ag_event(run, "limit", json_pack("{s:s, s:I, s:I, s:I, s:s}", "limit",
+                                     "user_tokens_per_minute", "value",
+                                     (json_int_t) prompt, "max",
+                                     (json_int_t) conf->max_user_tpm,
+                                     "next_prompt", (json_int_t) prompt,
+                                     "message", msg));
+}
+
+
+/* what ag_tokens_charge() counts for conf's limits: AG_COUNT_* */
+
+int
+ag_tokens_counted(const ag_conf_t *conf)
+{
+    return (conf->max_user_tokens > 0 ? AG_COUNT_DAY : 0)
+           | (conf->max_user_tpm > 0 ? AG_COUNT_MINUTE : 0);
+}
+
+
+/*
  * A model call answered: its hold let go and its tokens (run->unpaid)
  * counted in the payer's day at once, so the payer's other questions
  * need not wait for this one's tools.  What Redis cannot take now is
@@ -928,14 +993,15 @@ ag_tokens_settle(ag_run_t *run)
     char        err[256];
     long long   used, left;
 
-    if (run->conf->max_user_tokens <= 0 || run->payer == NULL
-        || (run->hold == 0 && run->unpaid == 0))
+    if ((run->conf->max_user_tokens <= 0 && run->conf->max_user_tpm <= 0)
+        || run->payer == NULL || (run->hold == 0 && run->unpaid == 0))
     {
         return;
     }
 
     if (ag_redis_revive(run, err, sizeof(err)) == 0
-        && ag_tokens_charge(run->redis, run->payer, run->unpaid,
+        && ag_tokens_charge(run->redis, run->payer,
+                            ag_tokens_counted(run->conf), run->unpaid,
                             run->run_id, run->hold, &used, &left, err,
                             sizeof(err))
            == 0)

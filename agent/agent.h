@@ -95,6 +95,8 @@
 #define AG_DENIALS_HOLD      1
 #define AG_DENIALS_DENIED    2
 #define AG_DENIALS_FREE      3
+#define AG_COUNT_DAY         1              /* ag_tokens_charge(): */
+#define AG_COUNT_MINUTE      2
 #define AG_VERSION_MAX       64             /* a session's version,
                                                "<n> <run>", at most */
 
@@ -139,6 +141,13 @@ typedef struct {
                                                tokens a UTC day, at most,
                                                for a model call; 0: no
                                                limit */
+    long             max_user_tpm;          /* tokens an owner's
+                                               questions' model calls
+                                               hold and use in a UTC
+                                               minute, at most; 0: no
+                                               limit; -1: not given
+                                               (half the client's
+                                               tokens_per_minute) */
     long             max_user_denials;      /* proxy denials an owner's
                                                questions cause within
                                                denials_window_ms, at
@@ -275,6 +284,7 @@ void ag_run_done(ag_run_t *run);
 size_t ag_history_trim(json_t *messages, long max);
 void ag_event(ag_run_t *run, const char *type, json_t *data);
 char *ag_wrap(const char *boundary, const char *data, size_t len);
+int ag_tokens_counted(const ag_conf_t *conf);
 
 /* ag_llm.c: the model through the gateway, and the named routes */
 typedef struct {
@@ -313,13 +323,13 @@ int ag_quota_check(redisContext *c, const char *owner, long long max,
     long long *used, long long *left_ms, char *err, size_t size);
 void ag_tokens_over(const ag_conf_t *conf, const char *payer,
     long long used, long long left_ms, char *buf, size_t size);
-int ag_tokens_charge(redisContext *c, const char *owner, long long add,
-    const char *run_id, long long held, long long *used,
+int ag_tokens_charge(redisContext *c, const char *owner, int count,
+    long long add, const char *run_id, long long held, long long *used,
     long long *left_ms, char *err, size_t size);
 int ag_tokens_hold(redisContext *c, const char *owner, const char *run_id,
-    long long least, long long want, long long max, long long ttl_ms,
-    long long *got, long long *used, long long *left_ms, char *err,
-    size_t size);
+    long long least, long long want, long long max, long long minute_max,
+    long long ttl_ms, long long *got, long long *used, long long *left_ms,
+    char *err, size_t size);
 void ag_denials_over(const ag_conf_t *conf, const char *payer,
     long long used, long long left_ms, char *buf, size_t size);
 int ag_denials_charge(redisContext *c, const char *owner, int how,

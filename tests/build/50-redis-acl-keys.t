@@ -197,8 +197,11 @@ is(cmd('agent', 'EVAL', "redis.call('type', KEYS[2]) "
        . "redis.call('zrange', KEYS[2], 0, -1) "
        . "redis.call('pexpireat', KEYS[2], 9999999999999) "
        . "redis.call('zrem', KEYS[2], 'r 7') "
-       . "return redis.call('incrby', KEYS[1], 0)", 2,
-       'airlock:quota:tokens:uid:1', 'airlock:quota:tokens:!held:uid:1'),
+       . "redis.call('incrby', KEYS[3], 2) "
+       . "redis.call('pexpireat', KEYS[3], 9999999999999) "
+       . "return redis.call('incrby', KEYS[1], 0)", 3,
+       'airlock:quota:tokens:uid:1', 'airlock:quota:tokens:!held:uid:1',
+       'airlock:quota:tokens:!minute:uid:1'),
    '5', 'the agent holds a call\'s tokens against the count: one script');
 like(cmd('agent', 'EVAL', "redis.call('incrby', KEYS[1], 1) "
          . "return redis.call('incrby', KEYS[2], 1)", 2,
