@@ -18,6 +18,11 @@
  *                               session, while it runs, and who asked
  *                               (SET NX EX, renewed by its keeper); only
  *                               the run it names stores the session
+ *   airlock:session:<id>:lost:<run>  when (ms, Redis's clock) a look
+ *                               from another session first found the
+ *                               lock not <run>'s while it awaited a
+ *                               job; deleted by its keeper when it
+ *                               takes the lock again (ag_jobs_orphan())
  *   airlock:quota:sessions:<owner>  the owner's sessions, each id
  *                               scored by when it expires (ms, Redis's
  *                               clock), and
@@ -97,6 +102,10 @@
 #define AG_QUOTA_OVERHEAD   1024    /* bytes a session is counted
                                    over its text: its keys, its version,
                                    its lock, its quota entries */
+#define AG_LOST_GRACE_MS  (AG_LOCK_TTL * 1000)  /* a lock not its run's,
+                                   another session's, this long: the
+                                   run is gone (ag_jobs_orphan()) */
+#define AG_LOST_MARK_MS   (AG_LOST_GRACE_MS * 10)  /* a mark's lease */
 #define AG_TOKENS_CAP  (1LL << 50)  /* an owner's day's tokens, counted
                                        at most: exact in Lua's numbers */
 
@@ -1785,17 +1794,24 @@ ag_session_keeper(ag_conf_t *conf, const char *id, const char *owner,
          * it, and the next question's sweep, in any session, took the
          * run for a killed one and withdrew the job it awaited: never
          * run, the run waited out its wall time (ag_jobs_sweep()).
+         * The same script deletes the run's mark, airlock:session:<id>:
+         * lost:<run>, that a look in another session left while the
+         * lock was gone (ag_jobs_orphan()): the run is there, and a
+         * later loss is timed from its own look.
          */
 
-        r = redisCommand(c, "EVAL %s 1 airlock:session:%s:lock %s %d",
+        r = redisCommand(c, "EVAL %s 2 airlock:session:%s:lock "
+                         "airlock:session:%s:lost:%b %s %d",
                          "local v = redis.call('get', KEYS[1]) "
                          "if v == ARGV[1] then "
                          "return redis.call('expire', KEYS[1], ARGV[2]) "
                          "end "
                          "if v == false and redis.call('set', KEYS[1], "
-                         "ARGV[1], 'NX', 'EX', ARGV[2]) then return 2 end "
+                         "ARGV[1], 'NX', 'EX', ARGV[2]) then "
+                         "redis.call('del', KEYS[2]) return 2 end "
                          "return 0",
-                         id, owner, AG_LOCK_TTL);
+                         id, id, owner, strcspn(owner, " "), owner,
+                         AG_LOCK_TTL);
 
         if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 2)
         {
@@ -2291,7 +2307,9 @@ ag_job_find(ag_run_t *run, const char *record, char *entry, size_t esize)
  * the run is (Redis lost it, and its keeper has not taken it again
  * yet), and any other asker's question, in any session, used to
  * withdraw a job a live run of someone else's awaited.  (A record an
- * older agent wrote names no asker: any question's, as it was.)
+ * older agent wrote names no asker: any question's, as it was.)  The
+ * asker's question in another session withdraws it only once the lock
+ * has not been the run's for AG_LOST_GRACE_MS (ag_jobs_orphan()).
  * Records of other kinds, or too long, are not the agent's: dropped.
  */
 
@@ -2365,10 +2383,9 @@ _Static_assert(AG_OWNER_MAX == 72, "an asker's sscanf width");
 static int
 ag_jobs_orphan(ag_run_t *run, const char *entry, const char *value)
 {
-    int          rc, fields;
+    int          rc, fields, other;
     char         session[AG_ID_MAX + 1], owner[AG_BOUNDARY_LEN + 1],
                  job[AG_ID_MAX + 1], asker[AG_OWNER_MAX];
-    size_t       n;
     redisReply  *r;
 
     /* an asker of at most AG_OWNER_MAX - 1 bytes */
@@ -2396,25 +2413,58 @@ ag_jobs_orphan(ag_run_t *run, const char *entry, const char *value)
      * record an older agent wrote names none: anyone's, as it was)
      */
 
-    if (fields == 4 && strcmp(session, run->session) != 0
+    other = (strcmp(session, run->session) != 0);
+
+    if (fields == 4 && other
         && (run->asker == NULL || strcmp(asker, run->asker) != 0))
     {
         return 0;
     }
 
-    r = redisCommand(run->redis, "GET airlock:session:%s:lock", session);
+    /*
+     * In its own session the run holds the lock: the record's run does
+     * not, and takes it no more (its keeper ends on another run's
+     * lock).  In another session a lock that is not the record's run's
+     * is marked, airlock:session:<id>:lost:<run> (Redis's time, in ms),
+     * and the job withdrawn only once it has been so AG_LOST_GRACE_MS:
+     * a lock Redis lost is taken again by its live run's keeper at its
+     * next beat, which deletes the mark, so a mark that old says the
+     * run is gone.  The asker's own question in another session used
+     * to withdraw the job of their live run in that window.  A mark of
+     * another type (planted) is taken for none, and replaced.
+     */
+
+    r = redisCommand(run->redis, "EVAL %s 2 airlock:session:%s:lock "
+                     "airlock:session:%s:lost:%s %s %d %d",
+                     "local v = redis.call('get', KEYS[1]) "
+                     "local n = #ARGV[1] "
+                     "if v and string.sub(v, 1, n) == ARGV[1] "
+                     "and (#v == n or string.sub(v, n + 1, n + 1) == ' ') "
+                     "then return 0 end "
+                     "if ARGV[2] == '0' then "
+                     "redis.call('del', KEYS[2]) return 1 end "
+                     "local t = redis.call('time') "
+                     "local now = tonumber(t[1]) * 1000 "
+                     "+ math.floor(tonumber(t[2]) / 1000) "
+                     "local m = redis.pcall('get', KEYS[2]) "
+                     "m = (type(m) == 'string') and tonumber(m) or nil "
+                     "if m == nil then "
+                     "redis.call('set', KEYS[2], now, 'px', ARGV[3]) "
+                     "return 0 end "
+                     "if now - m < tonumber(ARGV[2]) then return 0 end "
+                     "redis.call('del', KEYS[2]) "
+                     "return 1",
+                     session, session, owner, owner,
+                     other ? AG_LOST_GRACE_MS : 0, AG_LOST_MARK_MS);
     if (r == NULL) {
         return -1;
     }
 
-    /* a lock is "<run> <asker>" (an older agent's "<run>") */
-    n = strlen(owner);
-    rc = (r->type == REDIS_REPLY_STRING && strncmp(r->str, owner, n) == 0
-          && (r->str[n] == '\0' || r->str[n] == ' '));
+    rc = (r->type != REDIS_REPLY_INTEGER || r->integer != 1);
     freeReplyObject(r);
 
     if (rc) {
-        return 0;                           /* its run is waiting */
+        return 0;                   /* its run is waiting, or may be */
     }
 
     rc = ag_job_withdraw(run, session, entry, job);

@@ -1,8 +1,9 @@
 #!/usr/bin/perl
 
 # airlock-agent: the job of a run whose process was killed while it
-# waited (SIGKILL, the OOM killer) is withdrawn by the next question,
-# in any session, once that run's lock is gone.  Such a run never
+# waited (SIGKILL, the OOM killer) is withdrawn by the next question of
+# its asker, in any session, once that run's lock is gone (from another
+# session: has been gone a lease's time).  Such a run never
 # reached its own withdrawal: its entry stayed in the stream, and the
 # first worker to start ran it for no one (its inputs fetched through
 # the worker's routes, a POST among them, its result read by no one).
@@ -33,7 +34,7 @@ Airlock::Prereq::absent('redis-cli not found (auto/deps installs it)')
 
 $a->setup(agent => [ '--max-wall', 60000 ]);
 
-plan tests => 10;
+plan tests => 12;
 
 sub redis {
     open(my $fh, '-|', 'redis-cli', '-s', "$d/redis.sock", @_)
@@ -84,13 +85,28 @@ waitpid($asker, 0);
 # gone
 redis(qw(DEL airlock:session:killed:lock));
 
-# records that are not the agent's: dropped
+my ($run) = redis(qw(HVALS airlock:jobs:awaited)) =~ /^killed (\w+) /m;
+
+# records that are not the agent's: dropped; one of an older agent's
+# (no asker), of a run gone: withdrawn as the killed run's is
 redis(qw(HSET airlock:jobs:awaited junk x));
 redis(qw(HSET airlock:jobs:awaited 1-1), 'a b c');
 
-# the next question, in another session, withdraws it
-$a->script({ pieces => [ 'fine' ] });
+# the next question, in another session, marks the lock lost: a lock
+# Redis lost is taken again by a live run's keeper within a beat
+# (111-job-withdrawn-asker.t), so only a mark as old as a lease says the
+# run is gone
+$a->script({ pieces => [ 'first' ] });
 my $ev = $a->ask('next', 'a question');
+is(((of_type('answer', $ev))[0] // {})->{text}, 'first', 'answered');
+is(redis(qw(XLEN airlock:jobs)), 1, 'the job is kept while it is marked');
+
+# the mark as old as a lease (30 s; made so here): the next question, in
+# another session, withdraws it
+redis('SET', 'airlock:session:killed:lost:' . ($run // '?'), '1');
+redis(qw(SET airlock:session:a:lost:b 1));
+$a->script({ pieces => [ 'fine' ] });
+$ev = $a->ask('next', 'a question');
 is(((of_type('answer', $ev))[0] // {})->{text}, 'fine', 'answered');
 is(redis(qw(XLEN airlock:jobs)), 0, 'the killed run\'s job was withdrawn');
 like($a->agent_log, qr/job \w+ of session killed withdrawn/,
