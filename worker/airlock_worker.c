@@ -91,6 +91,13 @@
  */
 #define AW_CUTS_MAX   3
 
+/* what aw_claim() found */
+#define AW_CLAIM_BUSY     0         /* the job_id is another entry's,
+                                       in flight */
+#define AW_CLAIM_OK       1         /* the entry's: no result stored */
+#define AW_CLAIM_STORED   2         /* a result stored, the entry's */
+#define AW_CLAIM_OTHERS   3         /* a result stored, not the entry's */
+
 /* what aw_next_entry() found, besides an entry's fields */
 #define AW_ENTRY_GONE   1           /* deleted from the stream, pending */
 #define AW_ENTRY_LARGE  2           /* over AW_ENTRY_MAX(): not read */
@@ -161,6 +168,11 @@ static void aw_dead_letter(aw_worker_t *w, const char *id, const char *raw,
 static int aw_done(aw_worker_t *w, const char *id, const char *job_id,
     pid_t hb);
 static void aw_gone(aw_worker_t *w, const char *id, long deliveries);
+static int aw_claim(aw_worker_t *w, const char *id, const char *job_id,
+    char *other, size_t size);
+static void aw_duplicate(aw_worker_t *w, const char *id, const char *raw,
+    size_t len, const char *job_id, int claim, const char *other,
+    long deliveries, pid_t hb);
 static void aw_hold(aw_worker_t *w, const char *id);
 static void aw_held(aw_worker_t *w);
 static int aw_idempotent(const char *method);
@@ -1028,7 +1040,9 @@ aw_deliveries(aw_worker_t *w, const char *id)
  * The same script removes the entry's records in errors_key, the
  * delivery record, the job's ids, "<entry>:dead" (aw_dead_letter()),
  * "<entry>:done" (aw_finish()), "<entry>:sent" and every
- * "<entry>:answer:<input index>" (aw_fetch_once()), and its lease in
+ * "<entry>:answer:<input index>" (aw_fetch_once()), its claim on its
+ * job_id, "job:<job_id>" when it names the entry, and "<entry>:claim"
+ * (aw_claim()), and its lease in
  * <errors_key>:held, if it was deleted from the stream while its job
  * ran (aw_heartbeat()):
  * they go exactly when the entry stops being pending.  A second command
@@ -1044,7 +1058,7 @@ aw_ack_delete(aw_worker_t *w, const char *id)
     char         mark[AW_ID_MAX + 64], jkey[AW_ID_MAX + 64];
     char         done[AW_ID_MAX + 64], held[AW_ID_MAX + 600];
     char         sent[AW_ID_MAX + 64], answers[AW_ID_MAX + 64];
-    char         count[16];
+    char         count[16], claim[AW_ID_MAX + 64];
     redisReply  *r;
     static const char  script[] =
         "redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) "
@@ -1055,10 +1069,16 @@ aw_ack_delete(aw_worker_t *w, const char *id)
         "for i = 0, tonumber(ARGV[8]) - 1 do f[#f + 1] = ARGV[7] .. i end "
         "redis.call('HDEL', KEYS[2], unpack(f)) "
         "redis.call('ZREM', KEYS[3], ARGV[2]) "
+        "local c = redis.call('HGET', KEYS[2], ARGV[9]) "
+        "if c then "
+        "if redis.call('HGET', KEYS[2], c) == ARGV[2] then "
+        "redis.call('HDEL', KEYS[2], c) end "
+        "redis.call('HDEL', KEYS[2], ARGV[9]) end "
         "return 1";
     const char  *argv[] = { "EVAL", script, "3", w->conf->stream,
                             w->conf->errors_key, held, w->conf->group, id,
-                            mark, jkey, done, sent, answers, count };
+                            mark, jkey, done, sent, answers, count,
+                            claim };
 
     snprintf(mark, sizeof(mark), "%s:dead", id);
     snprintf(jkey, sizeof(jkey), "%s:job", id);
@@ -1067,9 +1087,10 @@ aw_ack_delete(aw_worker_t *w, const char *id)
     snprintf(answers, sizeof(answers), "%s:answer:", id);
     snprintf(count, sizeof(count), "%d", AW_INPUTS_MAX);
     snprintf(held, sizeof(held), "%s:held", w->conf->errors_key);
+    snprintf(claim, sizeof(claim), "%s:claim", id);
 
     for ( ;; ) {
-        r = aw_cmd(w, 14, argv, NULL);
+        r = aw_cmd(w, 15, argv, NULL);
 
         if (r != NULL && r->type != REDIS_REPLY_ERROR) {
             freeReplyObject(r);
@@ -1592,6 +1613,116 @@ aw_done(aw_worker_t *w, const char *id, const char *job_id, pid_t hb)
 
 
 /*
+ * A job_id keys one result, result:<job_id>, so two entries with one
+ * job_id would share it: the second's client read the first's result,
+ * published to it as its own, or the first's client the second's when
+ * the second stored first.  Before an entry's job runs (or is answered
+ * with a rejection) the entry claims its job_id, "job:<job_id>" in
+ * errors_key naming the entry (and "<entry>:claim" naming that field,
+ * so the acknowledgement lets it go: aw_ack_delete()), in one script
+ * with the look at the result:
+ *   AW_CLAIM_OK      no result stored; the job_id was free, or the
+ *                    entry's already (a delivery after a crash): run
+ *   AW_CLAIM_STORED  a result stored, the entry's (its claim, or its
+ *                    "<entry>:done" record): publish it again
+ *   AW_CLAIM_OTHERS  a result stored, another entry's (*other is "")
+ *   AW_CLAIM_BUSY    no result, another entry holds the job_id (*other
+ *                    names it): it is in flight
+ * A stored result that is not the entry's is neither run over nor
+ * published: aw_duplicate().
+ */
+
+static int
+aw_claim(aw_worker_t *w, const char *id, const char *job_id, char *other,
+    size_t size)
+{
+    int          rc;
+    char         key[128], field[AW_ID_MAX + 8], back[AW_ID_MAX + 64];
+    char         done[AW_ID_MAX + 64];
+    redisReply  *r;
+    static const char  script[] =
+        "local c = redis.call('HGET', KEYS[1], ARGV[1]) "
+        "local mine = c == ARGV[2] "
+        "or redis.call('HEXISTS', KEYS[1], ARGV[4]) == 1 "
+        "if redis.call('TYPE', KEYS[2])['ok'] ~= 'none' then "
+        "if mine then return {2, ''} end "
+        "return {3, ''} end "
+        "if c and c ~= ARGV[2] then return {0, c} end "
+        "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[1]) "
+        "return {1, ''}";
+    const char  *argv[] = { "EVAL", script, "2", w->conf->errors_key, key,
+                            field, id, back, done };
+
+    snprintf(key, sizeof(key), "result:%s", job_id);
+    snprintf(field, sizeof(field), "job:%s", job_id);
+    snprintf(back, sizeof(back), "%s:claim", id);
+    snprintf(done, sizeof(done), "%s:done", id);
+
+    other[0] = '\0';
+
+    for ( ;; ) {
+        r = aw_cmd_record(w, 9, argv, NULL);
+
+        if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2
+            && r->element[0]->type == REDIS_REPLY_INTEGER
+            && r->element[1]->type == REDIS_REPLY_STRING)
+        {
+            rc = (int) r->element[0]->integer;
+            snprintf(other, size, "%s", r->element[1]->str);
+            freeReplyObject(r);
+            return rc;
+        }
+
+        if (r == NULL) {
+            /* a claim over 64 KiB: no worker's, and not this entry's */
+            snprintf(other, size, "unknown");
+            return AW_CLAIM_BUSY;
+        }
+
+        /* a claim of another type (planted): refused as Redis refuses */
+        aw_log("error", "job %s (entry %s): its claim: %s", job_id, id,
+               r->type == REDIS_REPLY_ERROR ? r->str : "not a claim");
+        freeReplyObject(r);
+        aw_backoff(w);
+    }
+}
+
+
+/*
+ * An entry whose job_id is another entry's (aw_claim()): its job is not
+ * run, nothing is stored under the job_id (the other's result, stored
+ * or to come, is left as it is) and nothing published on its channel
+ * (the other's client listens there, and takes the first result that
+ * comes for its own).  It goes to the dead-letter stream with the
+ * reason, "duplicate_job: ...", and is acknowledged.
+ */
+
+static void
+aw_duplicate(aw_worker_t *w, const char *id, const char *raw, size_t len,
+    const char *job_id, int claim, const char *other, long deliveries,
+    pid_t hb)
+{
+    char  msg[AW_ERRLEN];
+
+    if (claim == AW_CLAIM_BUSY) {
+        snprintf(msg, sizeof(msg), "duplicate_job: job_id %s is entry "
+                 "%s's, whose job is not done: not run, nothing stored "
+                 "or published under it", job_id, other);
+    } else {
+        snprintf(msg, sizeof(msg), "duplicate_job: result:%s holds "
+                 "another entry's result: not run, that result left as "
+                 "it is and not published", job_id);
+    }
+
+    aw_log("warn", "job %s (entry %s): %s", job_id, id, msg);
+
+    aw_dead_letter(w, id, raw, len, msg, deliveries, 0);
+    aw_heartbeat_stop(hb);
+    aw_ack_delete(w, id);
+}
+
+
+/*
  * An entry deleted from the stream (XDEL, XTRIM) while pending, or
  * while its job ran, and left by its worker: its job is lost with its
  * script.  The dead-letter stream says so, with the last record of a
@@ -1608,8 +1739,9 @@ aw_done(aw_worker_t *w, const char *id, const char *job_id, pid_t hb)
 static void
 aw_gone(aw_worker_t *w, const char *id, long deliveries)
 {
-    int           large;
+    int           large, claim;
     char          last[AW_ERRLEN], jkey[AW_ID_MAX + 64], key[128];
+    char          other[AW_ID_MAX + 64];
     char         *json, small[AW_RESULT_SMALL];
     aw_job_t      job;
     redisReply   *r, *g;
@@ -1648,7 +1780,7 @@ aw_gone(aw_worker_t *w, const char *id, long deliveries)
         freeReplyObject(r);
     }
 
-    if (job.job_id[0] != '\0') {
+    while (job.job_id[0] != '\0') {
         snprintf(key, sizeof(key), "result:%s", job.job_id);
         g = aw_get_result(w, key, &large);
         if (g == NULL) {
@@ -1656,7 +1788,18 @@ aw_gone(aw_worker_t *w, const char *id, long deliveries)
             return;
         }
 
-        if (g->type == REDIS_REPLY_STRING) {
+        if (g->type != REDIS_REPLY_STRING && aw_done(w, id, job.job_id, -1))
+        {
+            freeReplyObject(g);
+            return;
+        }
+
+        /* another entry's result, or job_id, is not answered here */
+        claim = (g->type == REDIS_REPLY_ERROR)
+                ? AW_CLAIM_OK
+                : aw_claim(w, id, job.job_id, other, sizeof(other));
+
+        if (claim == AW_CLAIM_STORED && g->type == REDIS_REPLY_STRING) {
             aw_log("notice", "job %s (entry %s, deleted) already has a "
                    "result", job.job_id, id);
             aw_publish_done(w, id, job.job_id, g->str, g->len, -1);
@@ -1664,10 +1807,17 @@ aw_gone(aw_worker_t *w, const char *id, long deliveries)
             return;
         }
 
+        large = (g->type == REDIS_REPLY_STRING);
         freeReplyObject(g);
 
-        if (aw_done(w, id, job.job_id, -1)) {
+        if (claim == AW_CLAIM_BUSY || claim == AW_CLAIM_OTHERS) {
+            aw_duplicate(w, id, NULL, 0, job.job_id, claim, other,
+                         deliveries, -1);
             return;
+        }
+
+        if (claim == AW_CLAIM_OK && !large) {
+            break;
         }
     }
 
@@ -1787,9 +1937,10 @@ static void
 aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
     int state)
 {
-    int           ok, over, large;
+    int           ok, over, large, claim;
     char          code[64], err[AW_ERRLEN], last[AW_ERRLEN], note[256];
     char          ids[2 * AW_ID_MAX + 2], jkey[AW_ID_MAX + 64];
+    char          other[AW_ID_MAX + 64];
     char         *json, *data, key[128], small[AW_RESULT_SMALL];
     long          deliveries, t0;
     pid_t         hb;
@@ -1907,35 +2058,61 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
      * and not one for the dead-letter stream.
      */
 
+    /*
+     * Only the entry's own result, though: one of another entry's with
+     * the same job_id (or that entry itself, in flight) is not the
+     * job's, and the job is not run over it (aw_claim()).
+     */
+
     snprintf(key, sizeof(key), "result:%s", job.job_id);
-    r = aw_get_result(w, key, &large);
 
-    if (r == NULL) {
-        aw_publish_large(w, id, job.job_id, hb);
-        aw_job_free(&job);
-        return;
-    }
+    for ( ;; ) {
+        r = aw_get_result(w, key, &large);
 
-    if (r->type == REDIS_REPLY_ERROR) {
+        if (r == NULL) {
+            aw_publish_large(w, id, job.job_id, hb);
+            aw_job_free(&job);
+            return;
+        }
+
+        if (r->type == REDIS_REPLY_ERROR) {
+            freeReplyObject(r);
+            aw_wrong_type(w, id, raw, len, key, "the job was not run", hb);
+            aw_job_free(&job);
+            return;
+        }
+
+        if (r->type != REDIS_REPLY_STRING && aw_done(w, id, job.job_id, hb))
+        {
+            freeReplyObject(r);
+            aw_job_free(&job);
+            return;
+        }
+
+        claim = aw_claim(w, id, job.job_id, other, sizeof(other));
+
+        if (claim == AW_CLAIM_STORED && r->type == REDIS_REPLY_STRING) {
+            aw_log("notice", "job %s already has a result", job.job_id);
+            aw_publish_done(w, id, job.job_id, r->str, r->len, hb);
+            freeReplyObject(r);
+            aw_job_free(&job);
+            return;
+        }
+
+        large = (r->type == REDIS_REPLY_STRING);
         freeReplyObject(r);
-        aw_wrong_type(w, id, raw, len, key, "the job was not run", hb);
-        aw_job_free(&job);
-        return;
-    }
 
-    if (r->type == REDIS_REPLY_STRING) {
-        aw_log("notice", "job %s already has a result", job.job_id);
-        aw_publish_done(w, id, job.job_id, r->str, r->len, hb);
-        freeReplyObject(r);
-        aw_job_free(&job);
-        return;
-    }
+        if (claim == AW_CLAIM_BUSY || claim == AW_CLAIM_OTHERS) {
+            aw_duplicate(w, id, raw, len, job.job_id, claim, other,
+                         deliveries, hb);
+            aw_job_free(&job);
+            return;
+        }
 
-    freeReplyObject(r);
-
-    if (aw_done(w, id, job.job_id, hb)) {
-        aw_job_free(&job);
-        return;
+        /* the result came, or went, between the two looks: again */
+        if (claim == AW_CLAIM_OK && !large) {
+            break;
+        }
     }
 
     if (aw_interrupted(w, id, job.job_id, deliveries, &res)) {

@@ -309,11 +309,13 @@ $w->add_job(job_id => 'once', script => 'print("second")');
 sleep 1.5;
 for (1 .. 100) {
     last if $w->redis('XPENDING', 'airlock:jobs', 'airlock-workers')->[0] == 0
-            && $w->worker_log =~ /job once already has a result/;
+            && $w->worker_log =~ /job once \(entry \S+\): duplicate_job/;
     sleep 0.05;
 }
-like($w->worker_log, qr/job once already has a result/,
-     'a second entry for the same job is not run');
+like($w->worker_log,
+     qr/job once \(entry \S+\): duplicate_job: result:once holds another/,
+     'a second entry for the same job_id is not run: a duplicate '
+     . '(112-duplicate-job.t)');
 is($w->result('once')->{stdout}, "first\n", 'the first result stays');
 
 is(join(' ', $w->leftovers), '', 'no job directory or cgroup left behind');

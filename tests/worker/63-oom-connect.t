@@ -84,8 +84,9 @@ if (IO::Select->new($sub)->can_read(5)) {
 is($msg && eval { decode_json($msg->[2])->{stdout} }, "a\n",
    'and publishes its stored result');
 
-# the next job, taken, waits for Redis to take its delivery record
-ok(wait_for(sub { $w->worker_log($pid) =~ /redis HSET: OOM/ }),
+# the next job, taken, waits for Redis to take its delivery record (its
+# claim on its job_id, the first write: 112-duplicate-job.t)
+ok(wait_for(sub { $w->worker_log($pid) =~ /redis (?:HSET|EVAL): OOM/ }),
    'the next job waits for Redis to take its delivery record')
     or diag $w->worker_log($pid);
 $w->redis('CONFIG', 'SET', 'maxmemory', '0');
