@@ -186,8 +186,9 @@ static const char *ag_redis_why(const redisReply *r, const char *other);
 static redisContext *ag_job_subscribe(ag_run_t *run, const char *job_id,
     char *err, size_t size);
 static redisReply *ag_job_get(ag_run_t *run, const char *job_id, size_t max);
-static json_t *ag_job_result(const char *s, size_t len, char *err,
-    size_t size);
+static json_t *ag_job_result(ag_run_t *run, const char *job_id,
+    const char *s, size_t len, char *err, size_t size);
+static int ag_json_is(json_t *v, const char *s);
 static int ag_job_withdraw(ag_run_t *run, const char *session,
     const char *entry, const char *job_id);
 static int ag_jobs_orphan(ag_run_t *run, const char *entry,
@@ -2070,7 +2071,8 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
             }
 
             if (r != NULL && r->type == REDIS_REPLY_STRING) {
-                res = ag_job_result(r->str, r->len, err, size);
+                res = ag_job_result(run, job_id, r->str, r->len, err,
+                                    size);
                 goto done;
             }
 
@@ -2153,8 +2155,8 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
              */
 
             res = (r->element[2]->len <= max)
-                  ? ag_job_result(r->element[2]->str, r->element[2]->len,
-                                  err, size)
+                  ? ag_job_result(run, job_id, r->element[2]->str,
+                                  r->element[2]->len, err, size)
                   : NULL;
 
             if (res != NULL) {
@@ -2609,11 +2611,16 @@ ag_job_get(ag_run_t *run, const char *job_id, size_t max)
  * The message says where the result is bad, never what it says there:
  * jansson's quotes the text near its fault, the worker's words (or
  * anyone's who can write Redis), and the message reaches the model as
- * the agent's own, outside the data wrapper.
+ * the agent's own, outside the data wrapper.  A result is the run's
+ * only when it names the run's job and session: result:<job> and its
+ * channel are keyed by the job's id alone, and a result another job
+ * of that id had (another session's) was shown to the run as its own
+ * (docs/jobs.md, "One job_id, one entry").
  */
 
 static json_t *
-ag_job_result(const char *s, size_t len, char *err, size_t size)
+ag_job_result(ag_run_t *run, const char *job_id, const char *s, size_t len,
+    char *err, size_t size)
 {
     json_t        *j;
     json_error_t   jerr;
@@ -2634,7 +2641,26 @@ ag_job_result(const char *s, size_t len, char *err, size_t size)
         return NULL;
     }
 
+    if (!ag_json_is(json_object_get(j, "job_id"), job_id)
+        || !ag_json_is(json_object_get(j, "session_id"), run->session))
+    {
+        snprintf(err, size, "the job result is another job's (its "
+                 "\"job_id\" or \"session_id\" is not this one's)");
+        json_decref(j);
+        return NULL;
+    }
+
     return j;
+}
+
+
+/* whether v is the string s, whole (a NUL in it included) */
+
+static int
+ag_json_is(json_t *v, const char *s)
+{
+    return json_is_string(v) && json_string_length(v) == strlen(s)
+           && memcmp(json_string_value(v), s, strlen(s)) == 0;
 }
 
 

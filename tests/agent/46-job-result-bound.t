@@ -56,7 +56,8 @@ sub sent {
 
 # the result the worker stores, stdout 'y' x N, built by Redis itself
 my $RESULT = q{
-    return '{"job_id":"' .. ARGV[1] .. '","session_id":"s",'
+    return '{"job_id":"' .. ARGV[1] .. '","session_id":"' .. ARGV[3]
+        .. '",'
         .. '"status":"ok","exit_code":0,"stdout":"'
         .. string.rep('y', tonumber(ARGV[2])) .. '","stderr":"",'
         .. '"stdout_truncated":false,"stderr_truncated":false,'
@@ -93,7 +94,7 @@ sub worker {
     for my $s (@steps) {
         if ($s->[0] eq 'store') {
             redis('EVAL', $STORE, 2, "result:$jid", "response:$jid", $jid,
-                  $s->[1]);
+                  $s->[1], $j->{session_id} // 'none');
         } elsif ($s->[0] eq 'bad') {
             redis('EVAL', $BAD, 2, "result:$jid", "response:$jid", $s->[1]);
         } elsif ($s->[0] eq 'garbage') {
