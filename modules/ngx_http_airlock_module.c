@@ -332,7 +332,15 @@ ngx_http_airlock_handler(ngx_http_request_t *r)
         return ngx_http_airlock_deny(r, ctx, reason, detail);
     }
 
-    return ngx_http_airlock_read_body(r, ctx, ctx->route->has_body);
+    /*
+     * A chunked body on a route that takes none is read all the same:
+     * only its end tells an empty one, which is no body, from one with
+     * bytes (ngx_http_airlock_body_read()).
+     */
+
+    return ngx_http_airlock_read_body(r, ctx,
+                                      ctx->route->has_body
+                                      || r->headers_in.chunked);
 }
 
 
@@ -359,7 +367,6 @@ ngx_http_airlock_decide(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 {
     off_t                          clen;
     ngx_str_t                      token;
-    ngx_uint_t                     chunked;
     ngx_msec_t                     left;
     const char                    *why;
     al_reason_t                    reason;
@@ -443,9 +450,8 @@ ngx_http_airlock_decide(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     /* framing: refuse before reading what cannot be accepted */
 
     clen = r->headers_in.content_length_n;
-    chunked = r->headers_in.chunked;
 
-    if (!route->has_body && (clen > 0 || chunked)) {
+    if (!route->has_body && clen > 0) {
         ngx_snprintf((u_char *) d->detail, sizeof(d->detail),
                      "route \"%s\" takes no request body%Z",
                      route->name.data);
@@ -531,8 +537,9 @@ static ngx_int_t
 ngx_http_airlock_body_read(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx)
 {
-    const char   *detail;
-    al_reason_t   reason;
+    const char     *detail;
+    al_reason_t     reason;
+    al_decision_t  *d;
 
     if (ctx->route->has_body) {
         reason = ngx_http_airlock_check_body(r, ctx, &detail);
@@ -544,6 +551,31 @@ ngx_http_airlock_body_read(ngx_http_request_t *r,
         if (reason != AL_REASON_NONE) {
             return ngx_http_airlock_deny(r, ctx, reason, detail);
         }
+
+        return ngx_http_airlock_allow(r, ctx);
+    }
+
+    /*
+     * A route that takes no body: an empty one (a chunked body of the
+     * last chunk alone, an HTTP/2 stream ended by an empty DATA frame) is
+     * allowed as a request without one, and forwarded as nginx read it,
+     * "Content-Length: 0" and no byte.  A length nginx's read left with
+     * no byte in the buffers (another location read the body first), or
+     * a read still going on, is refused as a body would be.
+     */
+
+    if (r->headers_in.content_length_n > 0
+        || r->reading_body
+        || !ngx_http_airlock_body_empty(r))
+    {
+        d = &ngx_http_airlock_scratch;
+
+        ngx_snprintf((u_char *) d->detail, sizeof(d->detail),
+                     "route \"%s\" takes no request body%Z",
+                     ctx->route->name.data);
+
+        return ngx_http_airlock_deny(r, ctx, AL_REASON_BODY_TOO_LARGE,
+                                     d->detail);
     }
 
     return ngx_http_airlock_allow(r, ctx);

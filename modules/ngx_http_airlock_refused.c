@@ -19,20 +19,20 @@
  * everything.  A request a location answers (405 from a static location,
  * an upstream's 400) is not one of them.
  *
- * On a route that takes a body the framing is read later: the body is
- * read for the decision, in the module's location, and nginx answers a
- * bad chunk (400) or a chunked body over client_max_body_size (413)
- * itself while it reads it.  Such a request, whose client and route are
- * known but which was never decided, is logged and counted the same way,
- * and so is one whose body stopped coming (408, client_body_timeout): a
- * client that sends a body slowly holds a connection and a buffer of
- * the proxy's for the timeout, and one that kept doing so would never
- * reach alerting or quarantine otherwise.  A 408 before the decision
- * (client_header_timeout) is not counted: the request was never whole
- * enough to decide, nginx closes the connection without an answer, and
- * a client on a slow or lost network ends that way as readily as an
- * attacker; a body read's 408 comes after half a decision, a known
- * client on a named route.
+ * On a route that takes a body, and for a chunked body on any route, the
+ * framing is read later: the body is read for the decision, in the
+ * module's location, and nginx answers a bad chunk (400) or a chunked
+ * body over client_max_body_size (413) itself while it reads it.  Such
+ * a request, whose client and route are known but which was never
+ * decided, is logged and counted the same way, and so is one whose body
+ * stopped coming (408, client_body_timeout): a client that sends a body
+ * slowly holds a connection and a buffer of the proxy's for the timeout,
+ * and one that kept doing so would never reach alerting or quarantine
+ * otherwise.  A 408 before the decision (client_header_timeout) is not
+ * counted: the request was never whole enough to decide, nginx closes
+ * the connection without an answer, and a client on a slow or lost
+ * network ends that way as readily as an attacker; a body read's 408
+ * comes after half a decision, a known client on a named route.
  *
  * The refusal is the decided one's (ngx_http_airlock_refuse()): counted,
  * one deny line, its alerts, its cookies taken out.  This handler runs
@@ -118,8 +118,8 @@ ngx_http_airlock_refused_handler(ngx_http_request_t *r)
          * Decided, or answered by a location (Airlock's or another),
          * unless nginx refused the body the module was reading for the
          * decision: a bad chunk, a chunked body over client_max_body_size
-         * on a route that takes a body.  The client and the route are
-         * known by then.
+         * (on a route that takes a body, or a chunked one on any).  The
+         * client and the route are known by then.
          */
 
         if (ctx->decided || ctx->client == NULL
