@@ -724,6 +724,30 @@ ngx_http_airlock_send_json(ngx_http_request_t *r, ngx_uint_t status,
     ngx_int_t    rc;
     ngx_chain_t  out;
 
+    /*
+     * An answer before the body is read (a refusal, mostly) needs no
+     * body: nginx's discard would send "100 Continue" first, as it reads
+     * the body, and a client that waited for it would upload the body
+     * only to have it thrown away.  No 100 is sent, as nginx's own error
+     * pages do not send one.  A client that then sends no body cannot
+     * tell where its next request would begin, and one may still send
+     * the body: the connection is closed after the answer, and whatever
+     * of the body comes in the meantime is discarded, never read as a
+     * request.
+     */
+
+    if (r == r->main && r->request_body == NULL && !r->discard_body
+        && !r->expect_tested)
+    {
+        r->expect_tested = 1;
+
+        if (r->headers_in.expect != NULL
+            && (r->headers_in.content_length_n > 0 || r->headers_in.chunked))
+        {
+            r->keepalive = 0;
+        }
+    }
+
     if (ngx_http_discard_request_body(r) != NGX_OK) {
         r->keepalive = 0;
     }
