@@ -977,8 +977,9 @@ ngx_http_airlock_load(ngx_conf_t *cf, ngx_http_airlock_main_conf_t *amcf)
 /*
  * The loader's message quotes the policy (a name, a value, a key), and
  * "nginx -t" prints it on the operator's terminal: it is shown as
- * airlockctl shows it, a control character or a byte past ASCII as \xHH,
- * so that an escape sequence in a policy cannot rewrite the screen.
+ * airlockctl shows it, a control character or a byte past ASCII as \xHH
+ * and a backslash as \\, so that an escape sequence in a policy cannot
+ * rewrite the screen, nor a name read as another.
  */
 
 static char *

@@ -62,8 +62,11 @@ void al_error_set(al_error_t *err, const char *file, unsigned line,
  * len bytes of s as a terminal is to show them: every byte outside
  * printable ASCII (a control character, ESC, a C1 control, UTF-8) as
  * \xHH, so that text from a policy or a request cannot move the cursor,
- * erase or reorder what is shown.  Cut at a whole character to fit size
- * (with its NUL); returns the length written.
+ * erase or reorder what is shown; and a backslash as \\, so that every
+ * backslash shown starts an escape and two texts are never shown alike
+ * (a name holding the four characters \x01 is not one holding the byte).
+ * Cut at a whole character to fit size (with its NUL); returns the
+ * length written.
  */
 size_t al_shown(char *out, size_t size, const char *s, size_t len);
 

@@ -528,8 +528,9 @@ al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd)
  * patterns, models, query and member names, the loader's messages, which
  * quote the policy): shown as al_shown() shows text, so that a YAML
  * escape in a policy under review cannot rewrite what a terminal shows
- * (an error turned into "ok", a deny into an allow).  A newline ending
- * the format is kept; any other is shown as \x0a.
+ * (an error turned into "ok", a deny into an allow), and a backslash as
+ * \\, so that no name reads as another.  A newline ending the format
+ * is kept; any other is shown as \x0a.
  */
 
 static void

@@ -243,7 +243,8 @@ al_diff_emit(al_diff_t *df, char kind, const char *fmt, ...)
      * under review, which may be anyone's: a byte a terminal acts on (CR,
      * ESC, a C1 control, a bidirectional override in UTF-8) could erase
      * or rewrite the line it is on, a grant shown as something else.
-     * Everything outside printable ASCII is shown as \xHH.
+     * Everything outside printable ASCII is shown as \xHH, and a
+     * backslash as \\: a pattern's "\x01" is not shown as a byte.
      */
 
     shown = malloc(2 + 4 * len + sizeof(AL_DIFF_CUT));

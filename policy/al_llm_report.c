@@ -463,7 +463,8 @@ al_llm_report_print(const al_llm_report_t *rep, FILE *out, int json)
 
     /*
      * Names as al_shown() shows them, as the rest of airlockctl does:
-     * printable ASCII, any other byte as \xHH (a terminal acts on none).
+     * printable ASCII, any other byte as \xHH (a terminal acts on
+     * none), a backslash as \\ (no two names are shown alike).
      * The columns stay in view; a longer name is shown whole all the
      * same, its row's columns further right: two names alike in their
      * first 40 bytes are two rows told apart.
@@ -1099,7 +1100,8 @@ al_llm_report_group_json(al_llm_out_t *o, const al_llm_report_group_t *g,
  * read as a summary row, its first word "total" or "(other)" (a client
  * may be named "total"), has that word's first byte shown as \xHH, as
  * al_shown() shows the bytes it does not print: the summary rows are
- * told apart by their first column, by a reader and by awk alike.
+ * told apart by their first column, by a reader and by awk alike.  A
+ * name that is the text "\x74otal" is shown "\\x74otal".
  */
 
 static size_t

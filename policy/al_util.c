@@ -110,11 +110,22 @@ al_shown(char *out, size_t size, const char *s, size_t len)
     for (i = 0; i < len; i++) {
         c = (unsigned char) s[i];
 
-        if (c >= 0x20 && c < 0x7f) {
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
             if (n + 1 >= size) {
                 break;
             }
             out[n++] = (char) c;
+            continue;
+        }
+
+        /* a backslash is shown doubled: each one shown starts an escape */
+
+        if (c == '\\') {
+            if (n + 2 >= size) {
+                break;
+            }
+            out[n++] = '\\';
+            out[n++] = '\\';
             continue;
         }
 

@@ -695,8 +695,8 @@ Y
 is($rc, 1, 'explain: a param that does not match is denied');
 unlike($out, qr/[\x00-\x09\x0b-\x1f\x7f]/,
        'explain: no control character of the policy reaches the terminal');
-like($out, qr/^deny: param \(param "id" does not match \^\[0-9\]\+\$\|\\x0d\\x1b\\\[2Kallow: route "r" \(line 7\)\)$/m,
-     'explain: the pattern is shown with them as \xHH');
+like($out, qr/^deny: param \(param "id" does not match \^\[0-9\]\+\$\|\\x0d\\x1b\\\\\[2Kallow: route "r" \(line 7\)\)$/m,
+     'explain: the pattern is shown with them as \xHH, its \ as \\\\');
 
 # routes
 ($rc, $out) = run('', 'routes', $example);

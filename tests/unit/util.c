@@ -4,7 +4,8 @@
  * bytes at a time against the byte it is about; and al_reason_find() and
  * al_denial_reason(), which tell the proxy's denials from an upstream's
  * 403; al_proc_started(), against a child whose pid is then free;
- * al_shown(), the \xHH form airlockctl shows policy text in;
+ * al_shown(), the \xHH form airlockctl shows policy text in (a
+ * backslash as \\);
  * al_fold_letters[], every entry through al_folds_to() and al_fold_plain(),
  * and no other code point folded to ASCII.
  */
@@ -253,6 +254,18 @@ test_shown(void)
 
     n = al_shown(out, 8, "a\0b", 3);
     tap_is_str(out, "a\\x00b", "al_shown: a NUL inside is shown");
+
+    n = al_shown(out, sizeof(out), "a\\x01\x01\\", 7);
+    tap_is_str(out, "a\\\\x01\\x01\\\\",
+               "al_shown: a backslash as \\\\, the text \\x01 not the byte");
+    tap_is_int((long) n, 12, "al_shown: and counted");
+
+    n = al_shown(out, 3, "a\\", 2);
+    tap_is_str(out, "a", "al_shown: a \\\\ that does not fit is left out "
+               "whole");
+
+    n = al_shown(out, 4, "a\\", 2);
+    tap_is_str(out, "a\\\\", "al_shown: one that fits is shown");
 }
 
 
