@@ -78,8 +78,9 @@ ngx_http_airlock_llm_fallback(ngx_http_request_t *r)
     ngx_uint_t                   status;
     ngx_http_airlock_llm_ctx_t  *ctx;
 
-    if (r != r->main) {
-        return NGX_HTTP_FORBIDDEN;
+    if (r != r->main || r->post_action) {
+        /* refused as in the other Airlock locations */
+        return ngx_http_airlock_enter(r, NULL);
     }
 
     ctx = ngx_http_airlock_llm_get_ctx(r);

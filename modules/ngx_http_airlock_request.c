@@ -266,6 +266,13 @@ ngx_http_airlock_ctx_cleanup(void *data)
  * handler returns: a request is decided once, and an internal redirect
  * finds the decision standing.
  *
+ * A subrequest never enters an Airlock location (403), nor does a
+ * post_action: nginx runs that once the answer is sent and throws its
+ * answer away unread (ngx_http_send_header() does nothing for it), so a
+ * decided request would go to its upstream a second time, credential
+ * included, and an LLM call be billed twice and charged once.  It ends
+ * here unsent (NGX_DONE).
+ *
  * An error_page to a URI turns every method but HEAD into GET
  * (ngx_http_send_error_page()).  A location that forwards sends the
  * request as it was decided, so it gets the method the route matched
@@ -280,7 +287,7 @@ ngx_http_airlock_enter(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
     ngx_str_t                  uri;
     ngx_http_core_loc_conf_t  *clcf;
 
-    if (r != r->main) {
+    if (r != r->main || r->post_action) {
 
         /* decoded: "%1B" is ESC */
 
@@ -291,10 +298,29 @@ ngx_http_airlock_enter(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
             return NGX_ERROR;
         }
 
+        if (r != r->main) {
+            ngx_http_airlock_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                                       "airlock: subrequest to \"%V\" "
+                                       "refused", &uri);
+            return NGX_HTTP_FORBIDDEN;
+        }
+
         ngx_http_airlock_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                                   "airlock: subrequest to \"%V\" refused",
+                                   "airlock: post_action to \"%V\" refused",
                                    &uri);
-        return NGX_HTTP_FORBIDDEN;
+
+        /*
+         * Ended as a post_action whose answer came: a status here would
+         * be logged (and the usage line written) as the client's.  Spent
+         * URI changes end the post_actions (ngx_http_post_action()): this
+         * location's own would lead here again, each time refused, and
+         * then to nginx's redirection cycle, a 500.
+         */
+
+        r->uri_changes = 0;
+        ngx_http_finalize_request(r, NGX_OK);
+
+        return NGX_DONE;
     }
 
     if (ctx == NULL) {
