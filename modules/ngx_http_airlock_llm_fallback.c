@@ -387,7 +387,7 @@ ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
      * reservation, at the first entry's price.
      */
 
-    ngx_http_airlock_llm_resend(r, ctx);
+    (void) ngx_http_airlock_llm_resend(r, ctx);   /* not header_seen */
 
     ctx->first = r->upstream;
     ctx->uri.data = p;

@@ -274,11 +274,15 @@ ngx_http_airlock_llm_handler(ngx_http_request_t *r)
          */
         alcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_module);
 
-        if (alcf->forwards) {
+        if (alcf->forwards && r == r->main && !r->post_action) {
             ctx = ngx_http_airlock_llm_get_ctx(r);
 
             if (ctx != NULL) {
-                ngx_http_airlock_llm_resend(r, ctx);
+                rc = ngx_http_airlock_llm_resend(r, ctx);
+
+                if (rc != NGX_OK) {
+                    return rc;
+                }
             }
         }
 
@@ -297,7 +301,11 @@ ngx_http_airlock_llm_handler(ngx_http_request_t *r)
     if (rc != NGX_OK) {
         if (rc == NGX_DECLINED) {
             /* a decided call led here: this location sends it again */
-            ngx_http_airlock_llm_resend(r, ctx);
+            rc = ngx_http_airlock_llm_resend(r, ctx);
+
+            if (rc == NGX_OK) {
+                rc = NGX_DECLINED;
+            }
         }
 
         return rc;
@@ -2016,9 +2024,16 @@ ngx_http_airlock_llm_charge_attempt(ngx_http_airlock_llm_ctx_t *ctx,
  * replace that.  The call is also charged that attempt's reservation, at
  * the price it was reserved at, once per attempt; its prompt at its
  * bound when it timed out (ngx_http_airlock_llm_timed_out()).
+ *
+ * An answer that reached the filters (a 2xx that failed before any of it
+ * reached the client, ngx_http_airlock_llm_finalize()) ends the call
+ * there: the provider answered it and may bill it, and the filters read
+ * one answer a call.  The fallback does not send it again, and nor does
+ * any other location: the client gets the failure.  Returns NGX_OK, or
+ * the status to answer with.
  */
 
-void
+ngx_int_t
 ngx_http_airlock_llm_resend(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx)
 {
@@ -2026,18 +2041,30 @@ ngx_http_airlock_llm_resend(ngx_http_request_t *r,
     al_llm_usage_t        first;
     ngx_http_upstream_t  *u;
 
+    if (ctx->allowed && ctx->header_seen) {
+        ngx_http_airlock_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                                   "airlock: llm \"%s\" answered %ui and was "
+                                   "not sent again",
+                                   (ctx->served != NULL)
+                                   ? ctx->served->llm->name.data
+                                   : ctx->provider->llm->name.data,
+                                   ctx->status);
+
+        return ctx->failed ? (ngx_int_t) ctx->failed : NGX_HTTP_BAD_GATEWAY;
+    }
+
     u = r->upstream;
 
     if (u != NULL && u->headers_in.status_n != 0) {
         /* it answered: an error nginx intercepted, its usage */
         ngx_http_airlock_llm_intercepted(r, ctx);
-        return;
+        return NGX_OK;
     }
 
     if (!ctx->allowed || u == NULL || u == ctx->charged || !u->request_sent
         || !al_llm_endpoint_has_body(ctx->endpoint))
     {
-        return;
+        return NGX_OK;
     }
 
     ctx->charged = u;
@@ -2055,6 +2082,8 @@ ngx_http_airlock_llm_resend(ngx_http_request_t *r,
                                "airlock: llm call sent again after an attempt "
                                "that was never answered: charged its "
                                "reservation, %uL tokens", tokens);
+
+    return NGX_OK;
 }
 
 

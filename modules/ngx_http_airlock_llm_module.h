@@ -272,7 +272,7 @@ uint64_t ngx_http_airlock_llm_cost(const ngx_http_airlock_llm_ctx_t *ctx,
     const al_llm_usage_t *u);
 void ngx_http_airlock_llm_reserved(const ngx_http_airlock_llm_ctx_t *ctx,
     al_llm_usage_t *u);
-void ngx_http_airlock_llm_resend(ngx_http_request_t *r,
+ngx_int_t ngx_http_airlock_llm_resend(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 void ngx_http_airlock_llm_intercepted(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
