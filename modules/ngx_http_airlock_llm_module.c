@@ -255,6 +255,7 @@ ngx_http_airlock_llm_handler(ngx_http_request_t *r)
     const char                       *detail;
     al_reason_t                       reason;
     al_llm_error_t                    err;
+    ngx_http_airlock_ctx_t           *actx;
     ngx_http_airlock_llm_ctx_t       *ctx;
     ngx_http_airlock_loc_conf_t      *alcf;
     ngx_http_airlock_llm_loc_conf_t  *llcf;
@@ -294,11 +295,37 @@ ngx_http_airlock_llm_handler(ngx_http_request_t *r)
     if (ctx != NULL) {
         /* an internal redirect from inside a bound location's proxy */
         ngx_http_airlock_llm_target_restore(r, ctx);
+        actx = ctx->actx;
+
+    } else {
+        /* a request ngx_http_airlock_module decided, if any */
+        actx = ngx_http_airlock_get_ctx(r);
     }
 
-    rc = ngx_http_airlock_enter(r, ctx ? ctx->actx : NULL);
+    rc = ngx_http_airlock_enter(r, actx);
 
     if (rc != NGX_OK) {
+        if (rc == NGX_DECLINED && ctx == NULL) {
+            /*
+             * A named route's request an error_page (a named location,
+             * try_files) led here: its decision stands, and it is not a
+             * gateway call.  Decided again it was refused, as a client
+             * without a key and counted for quarantine (the route's
+             * rewrite took the token); a bound location would have sent
+             * it to the provider's block.  It goes nowhere.
+             */
+
+            ngx_http_airlock_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                                       "airlock: a request of route \"%s\" "
+                                       "was led to a location of llm "
+                                       "\"%s\": refused",
+                                       actx->route->name.data,
+                                       llcf->provider->llm->name.data);
+
+            return r->err_status ? (ngx_int_t) r->err_status
+                                 : NGX_HTTP_BAD_GATEWAY;
+        }
+
         if (rc == NGX_DECLINED) {
             /* a decided call led here: this location sends it again */
             rc = ngx_http_airlock_llm_resend(r, ctx);

@@ -1,5 +1,8 @@
 #!/usr/bin/perl
 
+# A decided request that an error_page leads from one Airlock location to
+# another keeps its decision, and goes nowhere it was not decided for.
+#
 # A gateway call whose provider answered 2xx and then failed while the
 # gateway still held the header (the connection closed: 502) goes
 # through the location's error_page as a failure before its header
@@ -13,6 +16,13 @@
 # gets the failure (502), the call is charged as the answer cut short
 # it is, and a call whose first attempt was not answered is still sent
 # again there.
+#
+# A named route's request that an error_page leads to a gateway location
+# is not a gateway call.  The gateway decided it again, and refused it:
+# the route's rewrite had taken the client's token, so the client was
+# refused as one without a key (401) and counted for quarantine for a
+# request it made right.  Now its decision stands: it gets its own
+# failure (502), unsent and uncounted.
 
 use strict;
 use warnings;
@@ -51,12 +61,54 @@ my $locations = <<'L';
             airlock_llm anthropic;
             %%AIRLOCK_LOCATION%%
         }
+
+        location = /route {
+            airlock on;
+            %%AIRLOCK_LOCATION%%
+            proxy_intercept_errors on;
+            error_page 502 = @gateway;
+        }
+
+        location = /route-uri {
+            airlock on;
+            %%AIRLOCK_LOCATION%%
+            proxy_intercept_errors on;
+            error_page 502 = /v1/proxy/openai/chat/completions;
+        }
+
+        location @gateway {
+            airlock_llm openai;
+            %%AIRLOCK_LOCATION%%
+        }
 L
 
-$l->setup(locations => $locations, tight_tpm => 1000000);
+my $routes = <<'Y';
+  deny: { threshold: 1000, window: 60s }
+upstreams:
+  echo: { url: "http://127.0.0.1:%%PORT_8083%%" }
+routes:
+  - name: route
+    clients: [agent]
+    match: { method: POST, path: /route }
+    upstream: echo
+    to: /route
+    inject: { X-Route-Key: "FAKE-route-key", X-Echo-Status: "502" }
+    body: { max_bytes: 65536 }
+  - name: route-uri
+    clients: [agent]
+    match: { method: POST, path: /route-uri }
+    upstream: echo
+    to: /route-uri
+    inject: { X-Route-Key: "FAKE-route-key", X-Echo-Status: "502" }
+    body: { max_bytes: 65536 }
+Y
+
+$l->setup(locations => $locations, alerts => $routes,
+          tight_tpm => 1000000);
+$t->start_echo(8083);
 $t->run;
 
-plan tests => 20;
+plan tests => 31;
 
 my $tok = $l->token('tight');           # max_tokens 20
 my $prompt = 'x' x 400;                 # estimated at 100 tokens
@@ -127,5 +179,40 @@ for my $c (['a location of named routes', 0],
 like($t->read_file('error.log'),
      qr/airlock: llm "openai" answered 200 and was not sent again/,
      'error log: the refusal is reported');
+
+# a named route's request led to a gateway location
+
+my $body = '{"model":"gpt-4o-mini","messages":[{"role":"user",'
+           . '"content":"Hi"}]}';
+
+for my $c (['to a named gateway location', 'route'],
+           ['to a gateway location\'s URI', 'route-uri'])
+{
+    my ($name, $route) = @$c;
+    my $before = () = $l->provider_requests;
+    my $denied = () = split /\n/, ($t->read_file('deny.log') // '');
+
+    my $raw = $t->http("POST /$route HTTP/1.1\r\nHost: localhost\r\n"
+                       . "Proxy-Authorization: Bearer "
+                       . $l->token('agent') . "\r\n"
+                       . "Content-Type: application/json\r\n"
+                       . "Content-Length: " . length($body) . "\r\n"
+                       . "Connection: close\r\n\r\n$body");
+
+    like($raw, qr{^HTTP/1\.1 502}, "$name: the route's failure, 502")
+        or diag($raw);
+    unlike($raw, qr/Airlock-Denial/i, "$name: not refused as a gateway call");
+    is(scalar(grep { $_->{target} eq "/$route" }
+              $t->echo_requests(8083)), 1,
+       "$name: the route's upstream got it once");
+    is(scalar($l->provider_requests) - $before, 0,
+       "$name: the provider got nothing");
+    my $now = () = split /\n/, ($t->read_file('deny.log') // '');
+    is($now, $denied, "$name: no denial logged or counted");
+}
+
+like($t->read_file('error.log'),
+     qr/a request of route "route" was led to a location of llm "openai"/,
+     'error log: the named route\'s request is reported');
 
 is($t->error_log_check, '', 'no alerts or sanitizer reports');
