@@ -46,6 +46,10 @@
  * for the rotated file, which the journal does not wait for).  So it
  * does for a copytruncate's copy seen while running (j->seek_copy), and
  * for one taken whose lines then fail to read (j->old_waits).
+ *
+ * --once waits for nothing: a rotated file or a copy whose lines fail
+ * to read stays in the saved position for its next run, which tries it
+ * again (ad_journal_old_left()), and --once exits 1.
  */
 
 #include <dirent.h>
@@ -98,6 +102,7 @@ static int ad_journal_wait(ad_journal_t *j, ad_jwait_t *w,
 static void ad_journal_watch(ad_journal_t *j);
 static void ad_journal_drop_old(ad_journal_t *j, const char *why);
 static void ad_journal_copy_wait(ad_journal_t *j);
+static void ad_journal_old_left(ad_journal_t *j);
 
 
 static void
@@ -213,6 +218,7 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
     j->old_copy = 0;
     j->old_waits = 0;
     j->lost = 0;
+    j->old_left = 0;
     j->poll_ms = poll_ms;
     j->grace_ms = grace_ms;
     j->old_until = 0;
@@ -495,6 +501,7 @@ ad_journal_drop_old(ad_journal_t *j, const char *why)
     ad_jfile_close(j, &j->old);
     j->old_copy = 0;
     j->old_waits = 0;
+    j->old_left = 0;
 }
 
 
@@ -978,6 +985,9 @@ ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
         if (j->old_copy && j->old.failing && j->watch) {
             ad_journal_copy_wait(j);
 
+        } else if (j->old.failing && !j->watch) {
+            ad_journal_old_left(j);
+
         } else if (j->old.fd != -1
                    && (!j->watch || j->old_copy
                        || ad_mono_ms() >= j->old_until))
@@ -1050,6 +1060,31 @@ ad_journal_copy_wait(ad_journal_t *j)
                     "--rotate-grace", (long long) j->grace_ms);
 
     ad_journal_drop_old(j, why);
+}
+
+
+/*
+ * --once: the rotated file, or a truncated journal's copy, could not be
+ * read (an I/O error).  --once waits for neither: the file stays open,
+ * so that the saved position keeps it (as "rotated"), and the next run,
+ * or the daemon, reads it from there; the journal is read meanwhile.
+ */
+
+static void
+ad_journal_old_left(ad_journal_t *j)
+{
+    if (j->old_left) {
+        return;
+    }
+
+    j->old_left = 1;
+
+    ad_log(AD_LOG_WARN, "the %s (inode %llu) could not be read at offset "
+           "%lld: it stays in the saved position and the next run reads "
+           "it from there; the journal is read meanwhile",
+           j->old_copy ? "copy a copytruncate kept of the journal"
+                       : "rotated journal",
+           (unsigned long long) j->old.ino, (long long) j->old.off);
 }
 
 
@@ -1429,8 +1464,13 @@ ad_journal_copy(ad_journal_t *j, const ad_fpos_t *fp, const char *what,
 
         rc = ad_jfile_read(j, &j->old, handler, data);
 
-        if (rc == 0 && j->old.failing && j->watch) {
-            ad_journal_copy_wait(j);
+        if (rc == 0 && j->old.failing) {
+            if (j->watch) {
+                ad_journal_copy_wait(j);
+
+            } else {
+                ad_journal_old_left(j);
+            }
         }
 
         return rc;
@@ -1529,6 +1569,11 @@ int64_t
 ad_journal_next(const ad_journal_t *j)
 {
     int64_t  t;
+
+    if (!j->watch) {
+        /* --once waits for none of them */
+        return -1;
+    }
 
     t = (j->old.fd != -1) ? j->old_until : -1;
 

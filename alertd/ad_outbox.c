@@ -841,6 +841,14 @@ ad_outbox_write(ad_outbox_t *ob, const ad_entry_t *e)
     free(s);
 
     if (rc != 0) {
+        if (ob->once) {
+            /* --once reads no further: what holds the alert stays */
+            ad_fail(&ob->queue_fail, AD_LOG_ERR, "cannot queue alert %s in "
+                    "the outbox: %s; this run stops reading here, the next "
+                    "run tries it again", e->alert.id, strerror(errno));
+            return -1;
+        }
+
         ad_fail(&ob->queue_fail, AD_LOG_ERR, "cannot queue alert %s in the "
                 "outbox: %s; trying again in %d ms", e->alert.id,
                 strerror(errno), AD_BLOCKED_WAIT);

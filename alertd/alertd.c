@@ -712,6 +712,8 @@ ad_init(ad_ctx_t *ctx)
                                                      : ctx->outbox.errnum);
     }
 
+    ctx->outbox.once = ctx->once;
+
     if (ad_lift_load(&ctx->lifts, ctx->state.fd) != 0) {
         ad_sinks_free(sinks, nsinks);
         return 1;

@@ -496,6 +496,9 @@ typedef struct {
                                                fails: polled instead */
     unsigned         lost:1;                /* lines were said lost
                                                since it was opened */
+    unsigned         old_left:1;            /* --once: old's read failed,
+                                               it stays in the position
+                                               for the next run (said) */
     char             buf[AD_PRINT_MAX + AD_READ_MAX + 1];   /* the
                                                tail, then what follows it:
                                                a longest line and its
@@ -613,6 +616,9 @@ struct ad_outbox_s {
                                                *.bad: not queued alerts */
     size_t           ndamaged;
     unsigned         dirty:1;               /* added since the last sync */
+    unsigned         once:1;                /* --once: what cannot be
+                                               queued waits for the next
+                                               run, not AD_BLOCKED_WAIT */
 };
 
 typedef enum {
