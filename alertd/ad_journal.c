@@ -47,9 +47,11 @@
  * does for a copytruncate's copy seen while running (j->seek_copy), and
  * for one taken whose lines then fail to read (j->old_waits).
  *
- * --once waits for nothing: a rotated file or a copy whose lines fail
- * to read stays in the saved position for its next run, which tries it
- * again (ad_journal_old_left()), and --once exits 1.
+ * --once waits for nothing: what the daemon would try again for a while
+ * (a journal that cannot be opened, a position whose file cannot be
+ * read, a rotated file or a copy whose lines fail to read) stays in the
+ * saved position for its next run, which tries it again, and --once
+ * exits 1 (ad_journal_unread()).
  */
 
 #include <dirent.h>
@@ -98,11 +100,12 @@ static int ad_journal_copy(ad_journal_t *j, const ad_fpos_t *fp,
     const char *what, int last, ad_line_pt handler, void *data);
 static int ad_journal_wait(ad_journal_t *j, ad_jwait_t *w,
     const ad_fpos_t *fp, const char *found, int last, const char *who,
-    const char *waits);
+    int holds);
 static void ad_journal_watch(ad_journal_t *j);
 static void ad_journal_drop_old(ad_journal_t *j, const char *why);
 static void ad_journal_copy_wait(ad_journal_t *j);
 static void ad_journal_old_left(ad_journal_t *j);
+static void ad_journal_open_failed(ad_journal_t *j);
 
 
 static void
@@ -262,8 +265,9 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
 
     /*
      * What can go away by itself is not a reason to stop: the outbox is
-     * still delivered, and the journal is polled and tried again.  Only
-     * --once, which reads the journal now or not at all, stops on it.
+     * still delivered, and the journal is polled and tried again.
+     * --once, which does not wait, keeps the position for its next run
+     * and exits 1 (ad_journal_unread()), as for a read that fails.
      */
 
     if (watch) {
@@ -271,34 +275,18 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
     }
 
     if (ad_jfile_open(j, &j->cur, j->path) != 0 && errno != ENOENT) {
-        if (!watch) {
-            (void) snprintf(err, errsize, "cannot read the journal %s: %s",
-                            j->path, ad_file_strerror(errno));
-            ad_journal_close(j);
-            return -1;
-        }
-
-        ad_fail(&j->open_fail, AD_LOG_ERR, "cannot open the journal %s: "
-                "%s; trying again every %lld ms (--poll-interval)", j->path,
-                ad_file_strerror(errno), (long long) j->poll_ms);
+        ad_journal_open_failed(j);
     }
 
     /*
      * A file beside the name that cannot be read (an I/O error) may be
      * the one a saved position is in: that is told once it can be read,
      * at a wake-up or poll (ad_journal_read()), or after --rotate-grace
-     * taken for not ours.  --once stops on it, as on a journal it
-     * cannot open.
+     * taken for not ours; --once leaves it to its next run.
      */
 
-    if (saved->old.valid && saved->old.ino != 0
-        && ad_journal_resume_old(j, &saved->old, 0) == -2 && !watch)
-    {
-        (void) snprintf(err, errsize, "cannot tell whether the rotated "
-                        "journal file alertd was reading is beside %s: %s",
-                        j->path, strerror(errno));
-        ad_journal_close(j);
-        return -1;
+    if (saved->old.valid && saved->old.ino != 0) {
+        (void) ad_journal_resume_old(j, &saved->old, 0);
     }
 
     if (!saved->cur.valid || saved->cur.ino == 0) {
@@ -318,14 +306,6 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
          * where we were once its bytes can be read (ad_journal_read()).
          */
 
-        if (!watch) {
-            (void) snprintf(err, errsize, "cannot read the journal %s at "
-                            "offset %lld: %s", j->path,
-                            (long long) saved->cur.off, strerror(errno));
-            ad_journal_close(j);
-            return -1;
-        }
-
         ad_fail(&j->read_fail, AD_LOG_ERR, "reading journal %s at offset "
                 "%lld: %s", j->path, (long long) saved->cur.off,
                 strerror(errno));
@@ -333,15 +313,30 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
         return 0;
     }
 
-    if (ad_journal_elsewhere(j, &saved->cur, 0) == -2 && !watch) {
-        (void) snprintf(err, errsize, "cannot tell whether the journal "
-                        "file alertd was reading is beside %s: %s", j->path,
-                        strerror(errno));
-        ad_journal_close(j);
-        return -1;
-    }
+    (void) ad_journal_elsewhere(j, &saved->cur, 0);
 
     return 0;
+}
+
+
+/*
+ * The journal cannot be opened (errno says why): tried again at every
+ * poll; --once leaves its lines to its next run.
+ */
+
+static void
+ad_journal_open_failed(ad_journal_t *j)
+{
+    if (!j->watch) {
+        ad_fail(&j->open_fail, AD_LOG_ERR, "cannot open the journal %s: "
+                "%s; its lines are left for the next run", j->path,
+                ad_file_strerror(errno));
+        return;
+    }
+
+    ad_fail(&j->open_fail, AD_LOG_ERR, "cannot open the journal %s: %s; "
+            "trying again every %lld ms (--poll-interval)", j->path,
+            ad_file_strerror(errno), (long long) j->poll_ms);
 }
 
 
@@ -393,8 +388,7 @@ ad_journal_elsewhere(ad_journal_t *j, const ad_fpos_t *fp, int last)
 
     if (rc == -2
         && ad_journal_wait(j, &j->seek, fp, found, last, "journal file "
-                           "alertd was reading", "the journal waits for "
-                           "it, ") == -2)
+                           "alertd was reading", 1) == -2)
     {
         j->seek_copy = 0;
         return -2;
@@ -535,7 +529,7 @@ ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp, int last)
 
     if (rc == -2
         && ad_journal_wait(j, &j->seek_old, fp, found, last, "rotated "
-                           "journal file alertd was still reading", "")
+                           "journal file alertd was still reading", 0)
            == -2)
     {
         return -2;
@@ -556,14 +550,16 @@ ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp, int last)
  * file alertd was reading", ...) but cannot be read or opened (errno
  * says why).  Unless last, fp waits in w, tried again at every wake-up
  * and poll, and -2 is returned (errno kept); the failure is said as one
- * that repeats (waits: what waits meanwhile).  last, after
- * --rotate-grace: found is given up, taken for not fp's file, and 0 is
- * returned; the caller says fp's lines lost.
+ * that repeats (holds: the journal waits meanwhile).  --once, which
+ * waits for nothing, is never last: fp stays in the saved position for
+ * its next run.  last, after --rotate-grace: found is given up, taken
+ * for not fp's file, and 0 is returned; the caller says fp's lines
+ * lost.
  */
 
 static int
 ad_journal_wait(ad_journal_t *j, ad_jwait_t *w, const ad_fpos_t *fp,
-    const char *found, int last, const char *who, const char *waits)
+    const char *found, int last, const char *who, int holds)
 {
     int  err;
 
@@ -576,12 +572,25 @@ ad_journal_wait(ad_journal_t *j, ad_jwait_t *w, const ad_fpos_t *fp,
         }
 
         errno = err;
-        ad_fail(&w->fail, AD_LOG_ERR, "reading %s at offset %lld: %s; it "
-                "may be the %s (inode %llu): %stried again at every poll "
-                "for up to %lld ms (--rotate-grace)", found,
-                (long long) fp->off, strerror(err), who,
-                (unsigned long long) fp->ino, waits,
-                (long long) j->grace_ms);
+
+        if (!j->watch) {
+            ad_fail(&w->fail, AD_LOG_ERR, "reading %s at offset %lld: %s; "
+                    "it may be the %s (inode %llu): it stays in the saved "
+                    "position, the next run tries it again%s", found,
+                    (long long) fp->off, strerror(err), who,
+                    (unsigned long long) fp->ino,
+                    holds ? "; the journal is not read before it" : "");
+
+        } else {
+            ad_fail(&w->fail, AD_LOG_ERR, "reading %s at offset %lld: %s; "
+                    "it may be the %s (inode %llu): %stried again at every "
+                    "poll for up to %lld ms (--rotate-grace)", found,
+                    (long long) fp->off, strerror(err), who,
+                    (unsigned long long) fp->ino,
+                    holds ? "the journal waits for it, " : "",
+                    (long long) j->grace_ms);
+        }
+
         errno = err;
         return -2;
     }
@@ -938,7 +947,7 @@ ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
 
     if (j->seek.fp.valid && rc != -2) {
         fp = j->seek.fp;
-        last = (ad_mono_ms() >= j->seek.until);
+        last = (j->watch && ad_mono_ms() >= j->seek.until);
 
         if (j->seek_copy) {
             /* it clears j->seek once told, before reading the copy */
@@ -957,8 +966,9 @@ ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
     if (j->seek_old.fp.valid && j->old.fd == -1) {
         fp = j->seek_old.fp;
 
-        if (ad_journal_resume_old(j, &fp,
-                                  ad_mono_ms() >= j->seek_old.until)
+        if (ad_journal_resume_old(j, &fp, j->watch
+                                          && ad_mono_ms()
+                                             >= j->seek_old.until)
             != -2)
         {
             memset(&j->seek_old.fp, 0, sizeof(ad_fpos_t));
@@ -1119,9 +1129,7 @@ ad_journal_check(ad_journal_t *j, ad_line_pt handler, void *data)
         }
 
         /* tried again at every poll */
-        ad_fail(&j->open_fail, AD_LOG_ERR, "cannot open the journal %s: "
-                "%s; trying again every %lld ms (--poll-interval)", j->path,
-                ad_file_strerror(errno), (long long) j->poll_ms);
+        ad_journal_open_failed(j);
         return 0;
     }
 
@@ -1437,8 +1445,7 @@ ad_journal_copy(ad_journal_t *j, const ad_fpos_t *fp, const char *what,
     if (rc == -2
         && ad_journal_wait(j, &j->seek, fp, found, last, "copy a "
                            "copytruncate kept of the journal file alertd "
-                           "was reading", "the journal waits for it, ")
-           == -2)
+                           "was reading", 1) == -2)
     {
         j->seek_copy = 1;
         return -2;
@@ -1541,8 +1548,9 @@ ad_journal_pos(const ad_journal_t *j, ad_pos_t *pos)
  * Whether every line of the journal was read, for --once, which must
  * not exit as done when one was not: AD_JOURNAL_LOST if lines were said
  * lost since ad_journal_open(); AD_JOURNAL_LEFT if some are left where
- * the position is, for the next run: the last read of a file failed, or
- * a file that may hold them is waited for.
+ * the position is, for the next run: the last read of a file failed, a
+ * file that may hold them is waited for, or the file under the
+ * journal's name could not be opened.
  */
 
 int
@@ -1554,7 +1562,8 @@ ad_journal_unread(const ad_journal_t *j)
 
     if (j->seek.fp.valid || j->seek_old.fp.valid || j->pending.valid
         || j->old_waits || (j->cur.fd != -1 && j->cur.failing)
-        || (j->old.fd != -1 && j->old.failing))
+        || (j->old.fd != -1 && j->old.failing)
+        || j->open_fail.count != 0)
     {
         u |= AD_JOURNAL_LEFT;
     }
