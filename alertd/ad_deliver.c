@@ -1075,10 +1075,19 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
         e->next_ms = now + delay;
     }
 
-    ad_log(AD_LOG_WARN, "%s %s: alert %s not delivered: %s (attempt %u, "
-           "%lld ms); retrying in %.1f s", ad_sink_kind_name(e->kind), x->label,
-           e->alert.id, why, e->attempts, (long long) took,
-           (double) delay / 1000);
+    if (d->once) {
+        /* --once tries the sink no more in this run: it stays queued */
+        ad_log(AD_LOG_WARN, "%s %s: alert %s not delivered: %s (attempt "
+               "%u, %lld ms); it stays queued, the next run tries it again",
+               ad_sink_kind_name(e->kind), x->label, e->alert.id, why,
+               e->attempts, (long long) took);
+
+    } else {
+        ad_log(AD_LOG_WARN, "%s %s: alert %s not delivered: %s (attempt "
+               "%u, %lld ms); retrying in %.1f s",
+               ad_sink_kind_name(e->kind), x->label, e->alert.id, why,
+               e->attempts, (long long) took, (double) delay / 1000);
+    }
 
     ad_xfer_free(d, x);
 }

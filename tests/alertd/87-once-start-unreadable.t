@@ -18,7 +18,9 @@
 #   3. a FIFO under the journal's name.
 #
 # An alert queued while its sink was down is in the outbox each time:
-# --once delivers it all the same.  The failure is made for real:
+# --once delivers it all the same.  (The attempt that failed said
+# "retrying in 1.0 s", though --once tries it no more: it now says that
+# the next run tries it again.)  The failure is made for real:
 # pread() fails with EIO through the fault injector (lib/fault.c,
 # LD_PRELOAD) while the test holds it on.  Nothing is timed: each run
 # of --once is waited for.
@@ -58,6 +60,11 @@ sub queue_one {
     my ($st, $log) = $t->once_run({});
     is($st, 1, "$reason is left queued, the sink down") or diag($log);
     ok(!$t->delivered($r, $q), "$reason is not delivered");
+    like($log, qr/\bwarning: webhook \S+: alert \Q$q\E not delivered: (?#
+                  )HTTP 500 \(attempt 1, \d+ ms\); it stays queued, the (?#
+                  )next run tries it again$/m,
+         'the failed attempt says the next run tries it again') or diag($log);
+    unlike($log, qr/retrying in/, 'not that it is retried in a while');
     $t->write_file($up, '');
     return ($q, -s $j);
 }
