@@ -333,14 +333,16 @@ ngx_http_airlock_handler(ngx_http_request_t *r)
     }
 
     /*
-     * A chunked body on a route that takes none is read all the same:
-     * only its end tells an empty one, which is no body, from one with
-     * bytes (ngx_http_airlock_body_read()).
+     * A chunked body on a route that takes none is read until its first
+     * byte or its end: only the end tells an empty one, which is no body,
+     * from one with bytes (ngx_http_airlock_body_read()).
      */
 
-    return ngx_http_airlock_read_body(r, ctx,
-                                      ctx->route->has_body
-                                      || r->headers_in.chunked);
+    if (!ctx->route->has_body) {
+        return ngx_http_airlock_read_empty_body(r, ctx);
+    }
+
+    return ngx_http_airlock_read_body(r, ctx, 1);
 }
 
 
@@ -559,9 +561,10 @@ ngx_http_airlock_body_read(ngx_http_request_t *r,
      * A route that takes no body: an empty one (a chunked body of the
      * last chunk alone, an HTTP/2 stream ended by an empty DATA frame) is
      * allowed as a request without one, and forwarded as nginx read it,
-     * "Content-Length: 0" and no byte.  A length nginx's read left with
-     * no byte in the buffers (another location read the body first), or
-     * a read still going on, is refused as a body would be.
+     * "Content-Length: 0" and no byte.  A read still going on (its first
+     * byte came: ngx_http_airlock_read_empty_body()), or a length nginx's
+     * read left with no byte in the buffers (another location read the
+     * body first), is refused as a body would be.
      */
 
     if (r->headers_in.content_length_n > 0

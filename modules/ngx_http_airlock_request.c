@@ -53,7 +53,11 @@ typedef struct {
 static void ngx_http_airlock_ctx_cleanup(void *data);
 static ngx_int_t ngx_http_airlock_token_value(ngx_table_elt_t *h,
     ngx_uint_t bearer, ngx_str_t *token);
+static ngx_uint_t ngx_http_airlock_body_gone(ngx_http_request_t *r);
 static void ngx_http_airlock_body_handler(ngx_http_request_t *r);
+static void ngx_http_airlock_empty_body_handler(ngx_http_request_t *r);
+static ngx_uint_t ngx_http_airlock_body_begun(ngx_http_request_t *r);
+static void ngx_http_airlock_empty_body_read(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_body_error(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 static ngx_int_t ngx_http_airlock_header_kept(ngx_table_elt_t *h,
@@ -380,23 +384,7 @@ ngx_http_airlock_read_body(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
         return ctx->path->body(r, ctx);
     }
 
-    /*
-     * nginx is throwing the body away (an HTTP/2 stream skips its DATA):
-     * it answered the request before its location's phases (a
-     * Content-Length over client_max_body_size) or in another location,
-     * and an error_page brought it here undecided.  nginx's read would
-     * hand over no body at once; the bytes are gone unchecked, and the
-     * proxy module would still write the Content-Length, with no body
-     * after it: the upstream would read what it is sent next on the
-     * connection, another request, as the rest of this one.
-     */
-
-    if (r->discard_body
-#if (NGX_HTTP_V2)
-        || (r->stream != NULL && r->stream->skip_data)
-#endif
-       )
-    {
+    if (ngx_http_airlock_body_gone(r)) {
         return ngx_http_airlock_body_error(r, ctx);
     }
 
@@ -421,6 +409,169 @@ ngx_http_airlock_read_body(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 }
 
 
+/*
+ * On a route that takes no body, a chunked one (an HTTP/2 body without a
+ * length too) is read all the same: only its end tells an empty one,
+ * which is no body, from one with bytes.  It is read unbuffered, and
+ * path->body() runs as soon as a byte of it is known, or its end: a body
+ * with bytes is refused then, its read still under way, with at most
+ * one buffer of it read and none written to a temporary file.  An empty
+ * one is left as a whole read leaves it, "Content-Length: 0" for the
+ * proxy module and no byte.  Returns what the preaccess handler returns.
+ */
+
+ngx_int_t
+ngx_http_airlock_read_empty_body(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx)
+{
+    ngx_int_t  rc;
+
+    if (!r->headers_in.chunked) {
+        return ctx->path->body(r, ctx);
+    }
+
+    if (ngx_http_airlock_body_gone(r)) {
+        return ngx_http_airlock_body_error(r, ctx);
+    }
+
+    r->request_body_in_single_buf = 0;
+    r->request_body_in_file_only = 0;
+    r->request_body_in_persistent_file = 0;
+    r->request_body_in_clean_file = 0;
+    r->request_body_no_buffering = 1;
+
+    ctx->reading_body = 1;
+
+    rc = ngx_http_read_client_request_body(r,
+                                      ngx_http_airlock_empty_body_handler);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        /* reading_body stays set: the body was never read */
+        return rc;
+    }
+
+    ngx_http_finalize_request(r, NGX_DONE);
+
+    return NGX_DONE;
+}
+
+
+/*
+ * nginx is throwing the body away (an HTTP/2 stream skips its DATA): it
+ * answered the request before its location's phases (a Content-Length
+ * over client_max_body_size) or in another location, and an error_page
+ * brought it here undecided.  nginx's read would hand over no body at
+ * once; the bytes are gone unchecked, and the proxy module would still
+ * write the Content-Length, with no body after it: the upstream would
+ * read what it is sent next on the connection, another request, as the
+ * rest of this one.
+ */
+
+static ngx_uint_t
+ngx_http_airlock_body_gone(ngx_http_request_t *r)
+{
+    if (r->discard_body) {
+        return 1;
+    }
+
+#if (NGX_HTTP_V2)
+    if (r->stream != NULL && r->stream->skip_data) {
+        return 1;
+    }
+#endif
+
+    return 0;
+}
+
+
+/*
+ * What of an unbuffered read of a body that should be empty has come: a
+ * byte (or a chunk announced with one) is decided at once, with the read
+ * still under way, and refused; the end, with no byte, is decided as a
+ * whole read would be; nothing yet waits for more.
+ */
+
+static void
+ngx_http_airlock_empty_body_handler(ngx_http_request_t *r)
+{
+    r->read_event_handler = ngx_http_block_reading;
+
+    if (r->reading_body && !ngx_http_airlock_body_begun(r)) {
+        r->read_event_handler = ngx_http_airlock_empty_body_read;
+        return;
+    }
+
+    if (!r->reading_body) {
+
+        /*
+         * The whole body is read; an unbuffered read leaves it unlike a
+         * buffered one in two ways the proxy module sees: the body would
+         * be sent as read "unbuffered", and an HTTP/2 body keeps no
+         * length.  Both are made what a buffered read of it leaves.
+         */
+
+        r->request_body_no_buffering = 0;
+
+        if (r->headers_in.content_length_n < 0) {
+            r->headers_in.content_length_n = r->request_body->received;
+        }
+    }
+
+    ngx_http_airlock_body_handler(r);
+}
+
+
+/* a byte of the body has come, or a chunk announced with bytes */
+
+static ngx_uint_t
+ngx_http_airlock_body_begun(ngx_http_request_t *r)
+{
+    ngx_chain_t              *cl;
+    ngx_http_request_body_t  *rb;
+
+    rb = r->request_body;
+
+    if (r->headers_in.content_length_n > 0
+        || (rb->chunked != NULL && rb->chunked->size > 0))
+    {
+        return 1;
+    }
+
+    for (cl = rb->bufs; cl; cl = cl->next) {
+        if (ngx_buf_size(cl->buf) > 0) {
+            return 1;
+        }
+    }
+
+#if (NGX_HTTP_V2)
+    /* a DATA frame's bytes, copied but not yet passed on */
+
+    if (r->stream != NULL && rb->buf != NULL && rb->buf->last > rb->buf->pos) {
+        return 1;
+    }
+#endif
+
+    return 0;
+}
+
+
+static void
+ngx_http_airlock_empty_body_read(ngx_http_request_t *r)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_http_read_unbuffered_request_body(r);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        /* reading_body stays set: nginx refused the body */
+        ngx_http_finalize_request(r, rc);
+        return;
+    }
+
+    ngx_http_airlock_empty_body_handler(r);
+}
+
+
 static void
 ngx_http_airlock_body_handler(ngx_http_request_t *r)
 {
@@ -437,9 +588,12 @@ ngx_http_airlock_body_handler(ngx_http_request_t *r)
      * it (its log phase: a gateway call's usage line, its budget settled)
      * only when the client hangs up or lingering_timeout passes; a worker
      * stopped fast, or killed, in between lost the line.  Bytes past the
-     * body (a pipelined request) still make nginx linger.
+     * body (a pipelined request) still make nginx linger, and so does a
+     * body refused at its first byte, its read still under way.
      */
-    r->lingering_close = 0;
+    if (!r->reading_body) {
+        r->lingering_close = 0;
+    }
 
     rc = ctx->path->body(r, ctx);
 
