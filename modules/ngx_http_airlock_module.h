@@ -432,6 +432,7 @@ ngx_int_t ngx_http_airlock_enter(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 ngx_int_t ngx_http_airlock_read_body(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, ngx_uint_t has_body);
+ngx_int_t ngx_http_airlock_discard_body(ngx_http_request_t *r);
 ngx_int_t ngx_http_airlock_read_empty_body(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 ngx_int_t ngx_http_airlock_body(ngx_http_request_t *r, size_t max,

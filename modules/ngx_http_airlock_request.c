@@ -893,27 +893,25 @@ ngx_http_airlock_allowed(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 
 
 /*
- * Sends b, a whole JSON document, as the answer with this status.  A body
- * the client is still sending is discarded, or the connection closed.
+ * The body of a request answered without it (a refusal, a status page) is
+ * discarded, or the connection closed after the answer.  Returns what
+ * ngx_http_discard_request_body() does.
  */
 
 ngx_int_t
-ngx_http_airlock_send_json(ngx_http_request_t *r, ngx_uint_t status,
-    ngx_buf_t *b)
+ngx_http_airlock_discard_body(ngx_http_request_t *r)
 {
-    ngx_int_t    rc;
-    ngx_chain_t  out;
+    ngx_int_t  rc;
 
     /*
-     * An answer before the body is read (a refusal, mostly) needs no
-     * body: nginx's discard would send "100 Continue" first, as it reads
-     * the body, and a client that waited for it would upload the body
-     * only to have it thrown away.  No 100 is sent, as nginx's own error
-     * pages do not send one.  A client that then sends no body cannot
-     * tell where its next request would begin, and one may still send
-     * the body: the connection is closed after the answer, and whatever
-     * of the body comes in the meantime is discarded, never read as a
-     * request.
+     * An answer before the body is read needs no body: nginx's discard
+     * would send "100 Continue" first, as it reads the body, and a
+     * client that waited for it would upload the body only to have it
+     * thrown away.  No 100 is sent, as nginx's own error pages do not
+     * send one.  A client that then sends no body cannot tell where its
+     * next request would begin, and one may still send the body: the
+     * connection is closed after the answer, and whatever of the body
+     * comes in the meantime is discarded, never read as a request.
      */
 
     if (r == r->main && r->request_body == NULL && !r->discard_body
@@ -928,9 +926,30 @@ ngx_http_airlock_send_json(ngx_http_request_t *r, ngx_uint_t status,
         }
     }
 
-    if (ngx_http_discard_request_body(r) != NGX_OK) {
+    rc = ngx_http_discard_request_body(r);
+
+    if (rc != NGX_OK) {
         r->keepalive = 0;
     }
+
+    return rc;
+}
+
+
+/*
+ * Sends b, a whole JSON document, as the answer with this status.  A body
+ * the client is still sending is discarded, or the connection closed
+ * (ngx_http_airlock_discard_body()).
+ */
+
+ngx_int_t
+ngx_http_airlock_send_json(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_buf_t *b)
+{
+    ngx_int_t    rc;
+    ngx_chain_t  out;
+
+    (void) ngx_http_airlock_discard_body(r);
 
     b->last_buf = (r == r->main) ? 1 : 0;
     b->last_in_chain = 1;

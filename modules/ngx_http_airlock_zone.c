@@ -1004,7 +1004,9 @@ ngx_http_airlock_status_handler(ngx_http_request_t *r)
         return NGX_HTTP_NOT_ALLOWED;
     }
 
-    rc = ngx_http_discard_request_body(r);
+    /* no "100 Continue" for a body the answer does not need */
+
+    rc = ngx_http_airlock_discard_body(r);
 
     if (rc != NGX_OK) {
         return rc;
