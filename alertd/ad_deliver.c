@@ -885,7 +885,7 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
     ad_entry_t  *e, *f;
     curl_off_t   after;
     const char  *err;
-    char         why[CURL_ERROR_SIZE + 64], wait[96];
+    char         why[CURL_ERROR_SIZE + 64], wait[96], then[64];
 
     e = x->entry;
     s = ad_sink_find(d, x->key);
@@ -997,14 +997,30 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
             s->failures++;
             sdelay = ad_backoff(s->failures);
             s->next_ms = now + sdelay;
-            (void) snprintf(wait, sizeof(wait), "; it refused the alert "
-                            "before too, and is sent nothing for %.1f s",
-                            (double) sdelay / 1000);
+
+            /* --once sends the sink's other alerts all the same */
+
+            if (!d->once) {
+                (void) snprintf(wait, sizeof(wait), "; it refused the "
+                                "alert before too, and is sent nothing "
+                                "for %.1f s", (double) sdelay / 1000);
+            }
 
         } else if (s != NULL) {
             s->failures = 0;
             s->next_ms = 0;
             s->refused = 1;
+        }
+
+        /* --once tries it no more in this run: it stays queued */
+
+        if (d->once) {
+            (void) snprintf(then, sizeof(then), "it stays queued, the "
+                            "next run tries it again");
+
+        } else {
+            (void) snprintf(then, sizeof(then), "retrying it in %.1f s",
+                            (double) delay / 1000);
         }
 
         if (alone) {
@@ -1016,22 +1032,21 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
 
             ad_log(AD_LOG_ERR, "%s %s: alert %s not delivered: %s%s%s "
                    "(attempt %u); failed %u times in a row while the sink "
-                   "takes other alerts, it is sent after them, retrying it "
-                   "in %.1f s%s: fix the receiver, or rm STATE/outbox/%s "
-                   "to drop it",
+                   "takes other alerts, it is sent after them, %s%s: fix "
+                   "the receiver, or rm STATE/outbox/%s to drop it",
                    ad_sink_kind_name(e->kind), x->label, e->alert.id, why,
                    x->resp_len > 0 ? ": " : "", x->resp, e->attempts,
-                   e->fails, (double) delay / 1000, wait, e->name);
+                   e->fails, then, wait, e->name);
 
         } else {
             ad_log(AD_LOG_ERR, "%s %s refused alert %s with HTTP %ld%s%s%s "
-                   "(attempt %u); retrying it in %.1f s%s: fix the "
-                   "receiver, or rm STATE/outbox/%s to drop it",
+                   "(attempt %u); %s%s: fix the receiver, or rm "
+                   "STATE/outbox/%s to drop it",
                    ad_sink_kind_name(e->kind), x->label, e->alert.id, code,
                    (code >= 300 && code < 400) ? " (redirects are not "
                                                  "followed)" : "",
                    x->resp_len > 0 ? ": " : "", x->resp, e->attempts,
-                   (double) delay / 1000, wait, e->name);
+                   then, wait, e->name);
         }
 
         ad_xfer_free(d, x);

@@ -1667,6 +1667,20 @@ ad_persist(ad_ctx_t *ctx, int force)
     }
 
     if (ad_outbox_sync(&ctx->outbox) != 0) {
+        if (ctx->once) {
+            /*
+             * No later try: the next run reads the lines again, and
+             * queues again an alert this run delivered meanwhile.
+             */
+            ad_fail(&ctx->sync_fail, AD_LOG_ERR, "cannot sync %s/outbox: "
+                    "%s; the journal position is not saved in this run, "
+                    "the next run reads the journal again from the last "
+                    "one saved (an alert delivered meanwhile is sent "
+                    "again, with the same id)", ctx->state_path,
+                    strerror(errno));
+            return -1;
+        }
+
         ad_fail(&ctx->sync_fail, AD_LOG_ERR, "cannot sync %s/outbox: %s; "
                 "the journal position is saved once it works",
                 ctx->state_path, strerror(errno));
