@@ -209,6 +209,7 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
 
     j->ifd = -1;
     j->dwd = -1;
+    j->errnum = 0;
     j->check = 0;
     j->watch = (watch != 0);
     memset(&j->open_fail, 0, sizeof(ad_fail_t));
@@ -252,6 +253,8 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
     }
 
     if (stat(j->dir, &st) != 0) {
+        /* an I/O error is no configuration error (alertd.c) */
+        j->errnum = errno;
         (void) snprintf(err, errsize, "cannot use the journal directory "
                         "%s: %s", j->dir, strerror(errno));
         return -1;

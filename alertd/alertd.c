@@ -650,6 +650,7 @@ ad_daemonize(int *notify, int *code)
 static int
 ad_init(ad_ctx_t *ctx)
 {
+    int         rc;
     size_t      nsinks;
     sigset_t    set;
     ad_pos_t    pos;
@@ -730,11 +731,19 @@ ad_init(ad_ctx_t *ctx)
                         ctx->poll_ms, ctx->grace_ms, &pos, err, sizeof(err))
         != 0)
     {
+        /*
+         * A path that names no file, a directory missing or not one: 2;
+         * the directory's I/O error (EIO, ENOMEM) goes away by itself: 1
+         */
+
+        rc = (ctx->journal->errnum != 0)
+             ? ad_exit_status(ctx->journal->errnum) : 2;
+
         free(ctx->journal);
         ctx->journal = NULL;
         ad_sinks_free(sinks, nsinks);
         ad_log(AD_LOG_ERR, "%s", err);
-        return 2;
+        return rc;
     }
 
     if (ad_deliver_init(&ctx->deliver, &ctx->outbox, ctx->repeat_ms,
@@ -773,7 +782,8 @@ ad_init(ad_ctx_t *ctx)
 
 
 /*
- * The state directory could not be opened or loaded: 2, which the unit
+ * The state directory could not be opened or loaded, or the journal's
+ * directory looked at (its stat() failed): 2, which the unit
  * does not restart, for what an operator must fix (a path, a mode, a
  * damaged state file, another alertd on it); 1, which it restarts, for
  * what goes away by itself (a full disk, a file or memory limit).

@@ -464,6 +464,9 @@ typedef struct {
     char             base[256];
     int              ifd;                   /* inotify; -1 with --once */
     int              dwd;
+    int              errnum;                /* ad_journal_open() failed:
+                                               the directory's stat()
+                                               errno, 0 for a path */
     ad_jfile_t       cur;
     ad_jfile_t       old;                   /* rotated away, read a
                                                while longer */

@@ -11,10 +11,15 @@
 #      is not saved and the next run reads the journal again from the
 #      last one saved, which it does (an alert the run delivered is
 #      sent again, with the same id); --once exits 1.
+#   3. the journal's directory whose stat() fails with an I/O error
+#      made --once exit 2, "a usage or configuration error", which the
+#      unit does not restart: it now exits 1, as for the state
+#      directory's I/O error; a directory missing, or not a directory,
+#      still exits 2.
 #
 # The failures are made for real: a receiver that refuses every alert
-# (401) until a file exists; fsync() on STATE/outbox fails with EIO
-# through the fault injector (lib/fault.c, LD_PRELOAD) while the test
+# (401) until a file exists; fsync() on STATE/outbox, and stat() of
+# the journal's directory, fail with EIO through the fault injector (lib/fault.c, LD_PRELOAD) while the test
 # holds it on.  Nothing is timed: each run of --once is waited for.
 
 use strict;
@@ -28,6 +33,8 @@ my $t = AlertdTest->new;
 my $j = $t->journal;
 my $st_dir = $t->state;
 my $env_sync = $t->fault('fsync', '/state/outbox', 5);
+my $jdir = $j =~ s{/[^/]+$}{}r;
+my $env_dir = $t->fault('stat', '/' . (split m{/}, $jdir)[-1], 5);
 my $up = $t->dir . '/up';
 
 my $r = $t->receiver(secret => $t->secret('hook', 'whsec_FAKE' . 'F' x 28),
@@ -105,5 +112,38 @@ is(scalar(grep { $_->{id} eq $b } $t->accepted($r)), 2,
    'B, delivered by the run that could not save, is sent again, with the '
    . 'same id');
 is($t->saved_state->{offset}, -s $j, 'the position after B is saved');
+
+
+# 3. the journal's directory cannot be looked at
+
+my $c = $t->alert(reason => 'rc');
+$t->fault_on;
+($st, $log) = $t->once_run($env_dir);
+is($st, 1, 'the journal directory\'s stat() fails with EIO: --once exits '
+   . '1, not 2') or diag($log);
+like($log, qr/\berror: cannot use the journal directory \Q$jdir\E: (?#
+              )Input\/output error$/m, 'the failure is said') or diag($log);
+ok($t->fault_made > 0, 'the failure was made');
+$t->fault_off;
+
+rename $jdir, "$jdir.away" or die "rename: $!";
+($st, $log) = $t->once_run({});
+is($st, 2, 'a journal directory missing: --once still exits 2')
+    or diag($log);
+like($log, qr/\berror: cannot use the journal directory \Q$jdir\E: (?#
+              )No such file or directory$/m, 'and says so') or diag($log);
+
+$t->write_file($jdir, '');
+($st, $log) = $t->once_run({});
+is($st, 2, 'a journal directory that is not one: --once still exits 2')
+    or diag($log);
+like($log, qr/\berror: the journal directory \Q$jdir\E is not a (?#
+              )directory$/m, 'and says so') or diag($log);
+unlink $jdir or die "unlink: $!";
+rename "$jdir.away", $jdir or die "rename: $!";
+
+($st, $log) = $t->once_run({});
+is($st, 0, 'the directory back, the next run exits 0') or diag($log);
+ok($t->delivered($r, $c), 'C is delivered');
 
 $t->done;

@@ -616,8 +616,8 @@ sub alertd_env {
 
 # The fault injector (lib/fault.c), built into the test's directory:
 # returns the environment in which alertd's call (write, fsync,
-# ftruncate, pread; open, which is open() and openat()) on a file whose
-# path ends with suffix fails with errno while fault_on() holds;
+# ftruncate, pread; open, which is open() and openat(); stat) on a file
+# whose path ends with suffix fails with errno while fault_on() holds;
 # fault_made() counts the failures made.  With min, a write or pread of
 # fewer bytes goes through (alertd's reads of a file's tail do).
 # Call it before the first test: without cc it skips (fails under CI).

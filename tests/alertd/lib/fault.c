@@ -4,7 +4,7 @@
  * fsync, ftruncate or pread) fails with ERRNO on a descriptor whose path
  * (/proc/self/fd/N) ends with SUFFIX, while the file AIRLOCK_FAULT_ON
  * names exists; CALL open fails open() and openat() of a path that ends
- * with SUFFIX.  Each failure it makes appends one byte to that file,
+ * with SUFFIX; CALL stat fails stat() of such a path.  Each failure it makes appends one byte to that file,
  * through a descriptor opened before the call fails: once the test
  * renames the file away, no failure is made, and the file's size is the
  * count of those made.  Other calls, and other descriptors, go through.
@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -45,6 +46,8 @@ int openat(int dirfd, const char *path, int flags, ...);
 int openat64(int dirfd, const char *path, int flags, ...);
 int __openat_2(int dirfd, const char *path, int flags);
 int __openat64_2(int dirfd, const char *path, int flags);
+int stat(const char *path, struct stat *st);
+int stat64(const char *path, struct stat64 *st);
 
 static int fault(const char *call, int fd, size_t size);
 static int fault_path(const char *call, const char *path, size_t size);
@@ -142,6 +145,8 @@ typedef int (*ad_ftruncate_pt)(int fd, off_t len);
 typedef ssize_t (*ad_pread_pt)(int fd, void *buf, size_t n, off_t off);
 typedef int (*ad_open_pt)(const char *path, int flags, ...);
 typedef int (*ad_openat_pt)(int dirfd, const char *path, int flags, ...);
+typedef int (*ad_stat_pt)(const char *path, struct stat *st);
+typedef int (*ad_stat64_pt)(const char *path, struct stat64 *st);
 
 
 static mode_t
@@ -303,4 +308,30 @@ int
 __openat64_2(int dirfd, const char *path, int flags)
 {
     return openat64(dirfd, path, flags);
+}
+
+
+int
+stat(const char *path, struct stat *st)
+{
+    static ad_stat_pt  next;
+
+    if (next == NULL) {
+        next = (ad_stat_pt) dlsym(RTLD_NEXT, "stat");
+    }
+
+    return fault_path("stat", path, SIZE_MAX) ? -1 : next(path, st);
+}
+
+
+int
+stat64(const char *path, struct stat64 *st)
+{
+    static ad_stat64_pt  next;
+
+    if (next == NULL) {
+        next = (ad_stat64_pt) dlsym(RTLD_NEXT, "stat64");
+    }
+
+    return fault_path("stat", path, SIZE_MAX) ? -1 : next(path, st);
 }
