@@ -106,6 +106,8 @@ static void ad_journal_drop_old(ad_journal_t *j, const char *why);
 static void ad_journal_copy_wait(ad_journal_t *j);
 static void ad_journal_old_left(ad_journal_t *j);
 static void ad_journal_open_failed(ad_journal_t *j);
+static const char *ad_jfile_name(const ad_journal_t *j, const ad_jfile_t *f,
+    char *buf, size_t size);
 
 
 static void
@@ -155,6 +157,7 @@ ad_jfile_open(ad_journal_t *j, ad_jfile_t *f, const char *path)
 
     f->dev = (uint64_t) st.st_dev;
     f->ino = (uint64_t) st.st_ino;
+    (void) snprintf(f->path, sizeof(f->path), "%s", path);
 
     /*
      * The name may already point elsewhere; the poll notices that, and
@@ -195,6 +198,34 @@ ad_jfile_close(ad_journal_t *j, ad_jfile_t *f)
     }
 
     ad_jfile_init(f);
+}
+
+
+/*
+ * The file f as the log names it: "journal PATH" while it is the one
+ * under the journal's name; else which file it is, its inode and its
+ * path, or the path it had before a rotation took it away.
+ */
+
+static const char *
+ad_jfile_name(const ad_journal_t *j, const ad_jfile_t *f, char *buf,
+    size_t size)
+{
+    if (f == &j->cur && !f->moved && !f->copy
+        && strcmp(f->path, j->path) == 0)
+    {
+        (void) snprintf(buf, size, "journal %s", j->path);
+        return buf;
+    }
+
+    (void) snprintf(buf, size, "%s (inode %llu, %s%s)",
+                    (f->copy || (f == &j->old && j->old_copy))
+                    ? "the copy a copytruncate kept of the journal"
+                    : "the rotated journal",
+                    (unsigned long long) f->ino, f->moved ? "was " : "",
+                    f->path);
+
+    return buf;
 }
 
 
@@ -373,6 +404,7 @@ ad_journal_elsewhere(ad_journal_t *j, const ad_fpos_t *fp, int last)
         rc = ad_jfile_take(j, &j->cur, found, fp);
 
         if (rc == 0) {
+            j->cur.copy = (j->cur.ino != fp->ino);
             ad_fail_over(&j->seek.fail, "reading %s", found);
             ad_log(AD_LOG_INFO, "the journal was %s while alertd was "
                    "stopped: finishing %s from offset %lld first",
@@ -1160,16 +1192,32 @@ ad_journal_check(ad_journal_t *j, ad_line_pt handler, void *data)
             ad_journal_drop_old(j, "the journal was rotated again");
         }
 
+        /* the name is another file's now: say this one as rotated */
+
+        if (strcmp(j->cur.path, j->path) == 0) {
+            j->cur.moved = 1;
+        }
+
         rc = ad_jfile_read(j, &j->cur, handler, data);
         if (rc != 0) {
             ad_jfile_close(j, &f);
             return rc;
         }
 
-        ad_log(AD_LOG_INFO, "journal %s was rotated: read the old file "
-               "(inode %llu) to offset %lld, now reading inode %llu",
-               j->path, (unsigned long long) j->cur.ino,
-               (long long) j->cur.off, (unsigned long long) f.ino);
+        if (j->cur.failing) {
+            ad_log(AD_LOG_WARN, "journal %s was rotated: the old file "
+                   "(inode %llu, %s%s) could not be read to its end, only "
+                   "to offset %lld (said above); now reading inode %llu",
+                   j->path, (unsigned long long) j->cur.ino,
+                   j->cur.moved ? "was " : "", j->cur.path,
+                   (long long) j->cur.off, (unsigned long long) f.ino);
+
+        } else {
+            ad_log(AD_LOG_INFO, "journal %s was rotated: read the old file "
+                   "(inode %llu) to offset %lld, now reading inode %llu",
+                   j->path, (unsigned long long) j->cur.ino,
+                   (long long) j->cur.off, (unsigned long long) f.ino);
+        }
 
         j->old = j->cur;
         j->old_until = ad_mono_ms() + j->grace_ms;
@@ -1214,12 +1262,13 @@ static int
 ad_jfile_read(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
     void *data)
 {
-    int           rc;
+    int           rc, err;
     size_t        len, tlen;
     ssize_t       n;
     int64_t       start, size;
     const char   *p, *data_start, *end, *nl, *seg;
     struct stat   st;
+    char          name[sizeof(f->path) + 96];
 
     for ( ;; ) {
         tlen = f->tlen;
@@ -1228,14 +1277,29 @@ ad_jfile_read(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
         n = ad_pread_all(f->fd, j->buf, tlen + AD_READ_MAX + 1, start);
 
         if (n == -1) {
-            ad_fail(&j->read_fail, AD_LOG_ERR, "reading journal %s at "
-                    "offset %lld: %s", j->path, (long long) f->off,
-                    strerror(errno));
+            err = errno;
+            (void) ad_jfile_name(j, f, name, sizeof(name));
+            errno = err;
+            ad_fail(&f->read_fail, AD_LOG_ERR, "reading %s at offset "
+                    "%lld: %s", name, (long long) f->off, strerror(err));
             f->failing = 1;
             return 0;
         }
 
-        ad_fail_over(&j->read_fail, "reading journal %s", j->path);
+        /* each file's failure its own: another's read tells nothing */
+
+        if (f->read_fail.count != 0
+            || (f == &j->cur && j->read_fail.count != 0))
+        {
+            (void) ad_jfile_name(j, f, name, sizeof(name));
+            ad_fail_over(&f->read_fail, "reading %s", name);
+
+            if (f == &j->cur) {
+                /* its saved position, read at start or once it opened */
+                ad_fail_over(&j->read_fail, "reading %s", name);
+            }
+        }
+
         f->failing = 0;
 
         /*
@@ -1471,6 +1535,7 @@ ad_journal_copy(ad_journal_t *j, const ad_fpos_t *fp, const char *what,
 
         j->old_until = ad_mono_ms();
         j->old_copy = 1;
+        j->old.copy = 1;
 
         rc = ad_jfile_read(j, &j->old, handler, data);
 

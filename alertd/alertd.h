@@ -442,8 +442,14 @@ typedef struct {
     int              wd;
     unsigned         skipping:1;            /* inside an over-long line */
     unsigned         failing:1;             /* its last read failed */
+    unsigned         moved:1;               /* no longer under path: a
+                                               rotation took it away */
+    unsigned         copy:1;                /* a copytruncate's copy */
     size_t           tlen;                  /* min(off, AD_PRINT_MAX) */
     char             tail[AD_PRINT_MAX];    /* the bytes before off */
+    char             path[4096];            /* the path it was opened
+                                               by, for the log */
+    ad_fail_t        read_fail;             /* reading it */
 } ad_jfile_t;
 
 /*
@@ -473,7 +479,8 @@ typedef struct {
     int64_t          old_until;             /* monotonic ms */
     ad_fail_t        open_fail;             /* opening the name */
     ad_fail_t        watch_fail;            /* inotify, the dir's watch */
-    ad_fail_t        read_fail;             /* reading, cur or old */
+    ad_fail_t        read_fail;             /* reading the journal at
+                                               its saved position */
     ad_fpos_t        pending;               /* where to go on in a
                                                journal that could not be
                                                opened at start */

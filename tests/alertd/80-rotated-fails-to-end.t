@@ -72,8 +72,9 @@ my ($b, $c) = rotate('rb', 'rc');
 ok($t->wait_for(sub { $t->delivered($r, $c) }),
    'C, in the new journal, is delivered')
     or diag($t->alertd_log);
-ok($t->log_has(qr/\berror: reading journal \Q$j\E at offset \d+: Input/),
-   'the failed read is said')
+ok($t->log_has(qr/\berror: reading the rotated journal \(inode \d+, was (?#
+                  )\Q$j\E\) at offset \d+: Input/),
+   'the failed read is said, with the rotated file')
     or diag($t->alertd_log);
 ok($t->log_has($lost), 'once its grace is over, the lines after the '
    . 'offset are said lost')

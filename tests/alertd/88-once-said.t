@@ -16,10 +16,22 @@
 #      unit does not restart: it now exits 1, as for the state
 #      directory's I/O error; a directory missing, or not a directory,
 #      still exits 2.
+#   4. the journal rotated while alertd runs, and the old file's last
+#      read failed (an I/O error): the rotation said "read the old
+#      file (inode N) to offset M", and the failed read "reading
+#      journal JOURNAL", the name now another file's.  The rotation
+#      now says the old file could not be read to its end, and the
+#      read names the rotated file, its inode and the path it had, as
+#      does the line that says it reads again (the journal's own reads,
+#      which worked, said the failure over at each round);
+#   5. the same with --once, rotated while it was not running: the
+#      read names the rotated file by its inode and its path now.
 #
 # The failures are made for real: a receiver that refuses every alert
 # (401) until a file exists; fsync() on STATE/outbox, and stat() of
-# the journal's directory, fail with EIO through the fault injector (lib/fault.c, LD_PRELOAD) while the test
+# the journal's directory, and pread() of the rotated journal (reads of
+# 8 KiB and more: its tail reads back), fail with EIO through the fault
+# injector (lib/fault.c, LD_PRELOAD) while the test
 # holds it on.  Nothing is timed: each run of --once is waited for.
 
 use strict;
@@ -145,5 +157,88 @@ rename "$jdir.away", $jdir or die "rename: $!";
 ($st, $log) = $t->once_run({});
 is($st, 0, 'the directory back, the next run exits 0') or diag($log);
 ok($t->delivered($r, $c), 'C is delivered');
+
+
+# 4. rotated while alertd runs, the old file's last read fails
+
+my $u = AlertdTest->new;
+my $uj = $u->journal;
+my $env_rot = $u->fault('pread', (split m{/}, $uj)[-1] . '.1', 5, 8192);
+my $ur = $u->receiver(secret => $u->secret('hook', 'whsec_FAKE' . 'F' x 28));
+$u->policy({ webhook => $ur->{url}, secret => 'hook' });
+my $misread = qr/read the old file \(inode \d+\) to offset/;
+my $bare = qr/reading journal \Q$uj\E at offset/;
+
+$u->alertd_env($env_rot, '--verbose', '--repeat-interval', '1h',
+               '--poll-interval', '1s', '--rotate-grace', '1h');
+my $ua = $u->alert(reason => 'ua');
+ok($u->wait_for(sub { $u->delivered($ur, $ua) }), 'A is delivered');
+ok($u->settle, 'alertd has read everything so far');
+
+kill 'STOP', $u->alertd_pid;
+my $ub = $u->alert(reason => 'ub');
+my $uoff = -s $uj;
+my $uoff_a = $uoff - length(($u->alert_line(reason => 'ub'))[1]);
+my $ino = (stat $uj)[1];
+rename $uj, "$uj.1" or die "rename: $!";
+$u->fault_on;
+my $uc = $u->alert(reason => 'uc');
+my $new_ino = (stat $uj)[1];
+kill 'CONT', $u->alertd_pid;
+
+ok($u->wait_for(sub { $u->delivered($ur, $uc) }),
+   'C, in the new journal, is delivered') or diag($u->alertd_log);
+ok($u->log_has(qr/\bwarning: journal \Q$uj\E was rotated: the old file (?#
+                  )\(inode $ino, was \Q$uj\E\) could not be read to its (?#
+                  )end, only to offset \d+ \(said above\); now reading (?#
+                  )inode $new_ino$/m),
+   'the rotation says the old file could not be read to its end')
+    or diag($u->alertd_log);
+unlike($u->alertd_log, $misread, 'not that it was read to the offset');
+like($u->alertd_log, qr/\berror: reading the rotated journal \(inode (?#
+                        )$ino, was \Q$uj\E\) at offset \d+: Input\/output (?#
+                        )error$/m,
+     'the failed read names the rotated file and the path it had')
+    or diag($u->alertd_log);
+unlike($u->alertd_log, $bare, 'not the journal under the name');
+ok($u->fault_made > 0, 'the failure was made');
+$u->fault_off;
+
+ok($u->wait_for(sub { $u->delivered($ur, $ub) }),
+   'the failure gone, B, in the rotated file, is delivered')
+    or diag($u->alertd_log);
+ok($u->log_has(qr/\binfo: reading the rotated journal \(inode $ino, was (?#
+                  )\Q$uj\E\) works again, /),
+   'and the rotated file is said to read again') or diag($u->alertd_log);
+unlike($u->alertd_log, qr/reading journal \Q$uj\E works again/,
+       'the journal under the name, which read all along, is not');
+is($u->stop($u->alertd_pid), 0, 'alertd stops');
+
+
+# 5. --once, rotated while it was not running, the rotated file fails
+
+my ($st5, $log5) = $u->once_run({});
+is($st5, 0, 'a run with nothing left exits 0') or diag($log5);
+my $ud = $u->alert(reason => 'ud');
+$ino = (stat $uj)[1];
+rename $uj, "$uj.1" or die "rename: $!";
+my $ue = $u->alert(reason => 'ue');
+$new_ino = (stat $uj)[1];
+$u->fault_on;
+($st5, $log5) = $u->once_run($env_rot);
+is($st5, 1, 'the rotated file fails to read: --once exits 1')
+    or diag($log5);
+like($log5, qr/\berror: reading the rotated journal \(inode $ino, (?#
+               )\Q$uj.1\E\) at offset \d+: Input\/output error$/m,
+     'the failed read names the rotated file and its path') or diag($log5);
+unlike($log5, $bare, 'not the journal under the name');
+unlike($log5, $misread, 'nor is the old file said read to the offset');
+ok($u->fault_made > 0, 'the failure was made');
+$u->fault_off;
+
+($st5, $log5) = $u->once_run({});
+is($st5, 0, 'the next run, the failure gone, exits 0') or diag($log5);
+ok($u->delivered($ur, $ud, $ue), 'D and E are delivered');
+$u->done_logs;
 
 $t->done;
