@@ -4,8 +4,9 @@
  * fsync, ftruncate or pread) fails with ERRNO on a descriptor whose path
  * (/proc/self/fd/N) ends with SUFFIX, while the file AIRLOCK_FAULT_ON
  * names exists; CALL open fails open() and openat() of a path that ends
- * with SUFFIX; CALL stat fails stat() of such a path.  Each failure it makes appends one byte to that file,
- * through a descriptor opened before the call fails: once the test
+ * with SUFFIX; CALL stat fails stat() of such a path.  Each failure it
+ * makes appends one byte to that file, through a descriptor opened
+ * before the call fails: once the test
  * renames the file away, no failure is made, and the file's size is the
  * count of those made.  Other calls, and other descriptors, go through.
  * While the file AIRLOCK_FAULT_ERRNO names holds a number, that is the
