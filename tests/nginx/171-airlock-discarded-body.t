@@ -28,6 +28,7 @@ use Test::More;
 use Time::HiRes qw(time);
 use Airlock::Test;
 use Airlock::Proxy;
+use Airlock::H2 qw(h2_frame h2_hpack h2_preface h2_stream);
 
 my $t = Airlock::Test->new;
 my $p = Airlock::Proxy->new($t);
@@ -193,55 +194,14 @@ is($r->{status}, 500, 'body read by another location first: 500');
 # answer's :status, written as nginx writes one not in HPACK's table
 # (index 8, the three digits raw), and its DATA
 
-sub h2_frame {
-    my ($type, $flags, $id, $payload) = @_;
-    return pack('NCN', length($payload) << 8 | $type, $flags, $id)
-           . $payload;
-}
 
 sub h2_post {
     my ($uri, $body) = @_;
-    my $hpack = join '', map { "\x00" . chr(length $_->[0]) . $_->[0]
-                                . chr(length $_->[1]) . $_->[1] }
-                         [ ':method', 'POST' ], [ ':scheme', 'http' ],
+    my $hpack = h2_hpack([ ':method', 'POST' ], [ ':scheme', 'http' ],
                          [ ':path', $uri ], [ ':authority', 'localhost' ],
-                         [ 'content-length', length $body ];
-    my $req = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-              . h2_frame(4, 0, 0, '')
-              . h2_frame(1, 4, 1, $hpack)
-              . h2_frame(0, 1, 1, $body);
-    # the stream is over at its END_STREAM (or RST_STREAM, or GOAWAY):
-    # read until then, not for a time, as the connection stays open
-    my $s = http($req, port => 8082, start => 1, timeout => 30);
-    my $sel = $s && IO::Select->new($s);
-    my $deadline = time + 30;
-    my ($raw, $done) = ('', 0);
-    my %r = (status => '', data => '');
-
-    while ($s && !$done) {
-        while (!$done && length $raw >= 9) {
-            my ($lt, $flags, $id) = unpack('NCN', $raw);
-            my ($len, $type) = ($lt >> 8, $lt & 0xff);
-            last if length $raw < 9 + $len;
-            my $payload = substr($raw, 9, $len);
-            substr($raw, 0, 9 + $len) = '';
-            $done = 1 if $type == 7;
-            next unless $id == 1;
-            $r{status} = $1
-                if $type == 1 && $payload =~ /[\x08\x48]\x03(\d{3})/;
-            $r{status} = 200 if $type == 1 && $payload =~ /^\x88/;
-            $r{data} .= $payload if $type == 0;
-            $done = 1 if (($type == 0 || $type == 1) && $flags & 1)
-                         || $type == 3;
-        }
-        last if $done;
-        my $left = $deadline - time;
-        last if $left <= 0 || !$sel->can_read($left);
-        sysread($s, $raw, 65536, length $raw) or last;
-    }
-    close $s if $s;
-
-    return \%r;
+                         [ 'content-length', length $body ]);
+    return h2_stream([ h2_preface() . h2_frame(1, 4, 1, $hpack)
+                       . h2_frame(0, 1, 1, $body) ]);
 }
 
 SKIP: {

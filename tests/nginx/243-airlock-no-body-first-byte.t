@@ -22,6 +22,7 @@ use Test::More;
 use Time::HiRes qw(time);
 use Airlock::Test;
 use Airlock::Proxy;
+use Airlock::H2 qw(h2_frame h2_hpack h2_preface h2_stream);
 
 my $t = Airlock::Test->new;
 my $p = Airlock::Proxy->new($t);
@@ -143,56 +144,18 @@ is($p->echo_count, $before + 2, 'chunked, empty later, then a request: sent');
 
 # HTTP/2 (h2c, prior knowledge): HEADERS without END_STREAM, then DATA
 
-sub h2_frame {
-    my ($type, $flags, $id, $payload) = @_;
-    return pack('NCN', length($payload) << 8 | $type, $flags, $id)
-           . $payload;
-}
 
 # @data: what is written after the head, each a while after the one
 # before, as DATA frames of stream 1 ([bytes, END_STREAM])
 sub h2_get {
     my ($uri, @data) = @_;
-    my $hpack = join '', map { "\x00" . chr(length $_->[0]) . $_->[0]
-                                . chr(length $_->[1]) . $_->[1] }
-                         [ ':method', 'GET' ], [ ':scheme', 'http' ],
-                         [ ':path', $uri ], [ ':authority', 'localhost' ];
-    my @parts = ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-                 . h2_frame(4, 0, 0, '')
-                 . h2_frame(1, 4, 1, $hpack));
+    my $hpack = h2_hpack([ ':method', 'GET' ], [ ':scheme', 'http' ],
+                         [ ':path', $uri ], [ ':authority', 'localhost' ]);
+    my @parts = (h2_preface() . h2_frame(1, 4, 1, $hpack));
     push @parts, join '', map { h2_frame(0, $_->[1] ? 1 : 0, 1, $_->[0]) }
                               @$_
         for @data;
-    my $s = http(\@parts, port => 8082, start => 1, timeout => 30);
-    my $sel = $s && IO::Select->new($s);
-    my $deadline = time + 15;
-    my ($buf, $done) = ('', 0);
-    my %res = (status => '', data => '');
-
-    while ($s && !$done) {
-        while (!$done && length $buf >= 9) {
-            my ($lt, $flags, $id) = unpack('NCN', $buf);
-            my ($len, $type) = ($lt >> 8, $lt & 0xff);
-            last if length $buf < 9 + $len;
-            my $payload = substr($buf, 9, $len);
-            substr($buf, 0, 9 + $len) = '';
-            $done = 1 if $type == 7;
-            next unless $id == 1;
-            $res{status} = $1
-                if $type == 1 && $payload =~ /[\x08\x48]\x03(\d{3})/;
-            $res{status} = 200 if $type == 1 && $payload =~ /^\x88/;
-            $res{data} .= $payload if $type == 0;
-            $done = 1 if (($type == 0 || $type == 1) && $flags & 1)
-                         || $type == 3;
-        }
-        last if $done;
-        my $left = $deadline - time;
-        last if $left <= 0 || !$sel->can_read($left);
-        sysread($s, $buf, 65536, length $buf) or last;
-    }
-    close $s if $s;
-
-    return \%res;
+    return h2_stream(\@parts, wait => 15);
 }
 
 SKIP: {
