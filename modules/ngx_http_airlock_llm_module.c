@@ -358,8 +358,11 @@ ngx_http_airlock_llm_handler(ngx_http_request_t *r)
                                                                 : detail);
     }
 
-    return ngx_http_airlock_read_body(r, ctx->actx,
-                                      al_llm_endpoint_has_body(ctx->endpoint));
+    if (!al_llm_endpoint_has_body(ctx->endpoint)) {
+        return ngx_http_airlock_read_empty_body(r, ctx->actx);
+    }
+
+    return ngx_http_airlock_read_body(r, ctx->actx, 1);
 }
 
 
@@ -697,8 +700,14 @@ framing:
 
     clen = r->headers_in.content_length_n;
 
+    /*
+     * An endpoint that takes no body: a chunked one is read until its
+     * first byte or its end, as on a route that takes none (an empty one
+     * is no body), and decided in ngx_http_airlock_llm_body_read().
+     */
+
     if (!al_llm_endpoint_has_body(ctx->endpoint)) {
-        if (clen > 0 || r->headers_in.chunked) {
+        if (clen > 0) {
             *detail = "this endpoint takes no request body";
             return AL_REASON_BODY;
         }
@@ -800,11 +809,25 @@ ngx_http_airlock_llm_body_read(ngx_http_request_t *r,
 {
     uint64_t                     need;
     ngx_int_t                    rc;
+    const char                  *detail;
     ngx_http_airlock_llm_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_llm_module);
 
-    /* GET /models and the like: counted as requests, no tokens */
+    /*
+     * GET /models and the like: counted as requests, no tokens.  A body
+     * with a byte is refused: its read still going on (its first byte
+     * came: ngx_http_airlock_read_empty_body()), or a byte read.
+     */
+
+    if (!al_llm_endpoint_has_body(ctx->endpoint)
+        && (r->reading_body || !ngx_http_airlock_body_empty(r)))
+    {
+        detail = "this endpoint takes no request body";
+
+        return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_BODY,
+                                         AL_LLM_ERR_INVALID, detail, detail);
+    }
 
     need = 0;
 

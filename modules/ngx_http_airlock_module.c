@@ -51,7 +51,6 @@ static ngx_int_t ngx_http_airlock_body_read(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 static al_reason_t ngx_http_airlock_check_body(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, const char **detail);
-static ngx_uint_t ngx_http_airlock_body_empty(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_allow(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 static ngx_int_t ngx_http_airlock_deny(ngx_http_request_t *r,
@@ -635,7 +634,7 @@ ngx_http_airlock_check_body(ngx_http_request_t *r,
 
 /* the request's body, as read, has no byte */
 
-static ngx_uint_t
+ngx_uint_t
 ngx_http_airlock_body_empty(ngx_http_request_t *r)
 {
     ngx_buf_t    *b;

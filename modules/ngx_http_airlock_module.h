@@ -435,6 +435,7 @@ ngx_int_t ngx_http_airlock_read_body(ngx_http_request_t *r,
 ngx_int_t ngx_http_airlock_discard_body(ngx_http_request_t *r);
 ngx_int_t ngx_http_airlock_read_empty_body(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
+ngx_uint_t ngx_http_airlock_body_empty(ngx_http_request_t *r);
 ngx_int_t ngx_http_airlock_body(ngx_http_request_t *r, size_t max,
     ngx_http_airlock_body_t *body);
 ngx_int_t ngx_http_airlock_body_set(ngx_http_request_t *r, u_char *data,
