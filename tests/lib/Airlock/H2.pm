@@ -12,8 +12,9 @@ package Airlock::H2;
 #   $r->{status}, $r->{data}
 #
 # Stream 1 is the only one.  The answer's :status is read as nginx
-# writes it: index 8 (200) as one byte, any other as index 8's name with
-# the three digits raw (no Huffman coding of digits nginx does not use).
+# writes it: one of HPACK's static table (indexes 8 to 14: 200, 204,
+# 206, 304, 400, 404, 500) as one byte, any other as index 8's name with
+# the three digits raw (nginx codes no digits with Huffman).
 
 use strict;
 use warnings;
@@ -25,6 +26,10 @@ use Time::HiRes qw(time);
 use Airlock::Test ();
 
 our @EXPORT_OK = qw(h2_frame h2_hpack h2_preface h2_stream);
+
+# HPACK's static table's :status entries, as an indexed field's byte
+my %STATIC = (0x88 => 200, 0x89 => 204, 0x8a => 206, 0x8b => 304,
+              0x8c => 400, 0x8d => 404, 0x8e => 500);
 
 
 # a frame: TYPE, FLAGS, stream ID, PAYLOAD
@@ -74,7 +79,9 @@ sub h2_stream {
             next unless $id == 1;
             $res{status} = $1
                 if $type == 1 && $payload =~ /[\x08\x48]\x03(\d{3})/;
-            $res{status} = 200 if $type == 1 && $payload =~ /^\x88/;
+            $res{status} = $STATIC{ord $payload}
+                if $type == 1 && length $payload
+                   && exists $STATIC{ord $payload};
             $res{data} .= $payload if $type == 0;
             $done = 1 if (($type == 0 || $type == 1) && $flags & 1)
                          || $type == 3;
