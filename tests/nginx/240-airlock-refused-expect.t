@@ -63,30 +63,6 @@ sub connect_proxy {
     return $s;
 }
 
-# The answers read on $s until a final one is whole: [interim statuses,
-# the final answer (parse_response)].  Bounded: http() waits at most
-# its timeout for each.
-sub answer {
-    my ($s) = @_;
-    my ($raw, @interim) = ('');
-
-    for (1 .. 4) {
-        $raw .= http(undef, socket => $s, one => 1, timeout => 10) // '';
-
-        my $r = parse_response($raw);
-
-        # an interim answer has no body: the next begins after its head
-        while (defined $r->{status} && $r->{status} =~ /^1\d\d$/) {
-            push @interim, $r->{status};
-            $raw =~ s/^.*?\r\n\r\n//s;
-            $r = parse_response($raw);
-        }
-
-        return [ \@interim, $r ] if $r->{complete};
-    }
-
-    return [ \@interim, parse_response($raw) ];
-}
 
 # A whole request, as the body of another, exactly $len bytes.
 my $smuggled = "GET /items?smuggled=1 HTTP/1.1\r\nHost: localhost\r\n"
@@ -103,7 +79,7 @@ sub check_refused {
     my $s = connect_proxy();
 
     http($head, socket => $s, start => 1);
-    my ($interim, $r) = @{answer($s)};
+    my ($interim, $r) = @{answers_on($s)};
 
     is("@$interim", '', "$name: no 100 Continue");
     is($r->{status}, 403, "$name: 403");
@@ -165,7 +141,7 @@ check_refused('no body on the route',
     like($raw, qr{^HTTP/1\.1 100 }, 'a body read: 100 Continue');
 
     http('hello', socket => $s, start => 1);
-    my ($interim, $r) = @{answer($s)};
+    my ($interim, $r) = @{answers_on($s)};
     close $s;
 
     is($r->{status}, 200, 'a body read: 200');
@@ -179,7 +155,7 @@ check_refused('no body on the route',
 
     http("GET /nowhere HTTP/1.1\r\nHost: localhost\r\n"
          . "Expect: 100-continue\r\n\r\n", socket => $s, start => 1);
-    my ($interim, $r) = @{answer($s)};
+    my ($interim, $r) = @{answers_on($s)};
 
     is("@$interim", '', 'no body: no 100 Continue');
     is($r->{status}, 403, 'no body: 403');

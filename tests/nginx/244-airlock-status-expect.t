@@ -38,29 +38,6 @@ $t->run;
 
 plan tests => 23;
 
-# The answers read on $s until a final one is whole: [interim statuses,
-# the final answer (parse_response)].  Bounded: http() waits at most
-# its timeout for each.
-sub answer {
-    my ($s) = @_;
-    my ($raw, @interim) = ('');
-
-    for (1 .. 4) {
-        $raw .= http(undef, socket => $s, one => 1, timeout => 10) // '';
-
-        my $r = parse_response($raw);
-
-        while (defined $r->{status} && $r->{status} =~ /^1\d\d$/) {
-            push @interim, $r->{status};
-            $raw =~ s/^.*?\r\n\r\n//s;
-            $r = parse_response($raw);
-        }
-
-        return [ \@interim, $r ] if $r->{complete};
-    }
-
-    return [ \@interim, parse_response($raw) ];
-}
 
 sub connect_to {
     my ($port) = @_;
@@ -80,7 +57,7 @@ sub check_body {
 
     http("GET $uri HTTP/1.1\r\nHost: localhost\r\n"
          . "Expect: 100-continue\r\n$framing\r\n", socket => $s, start => 1);
-    my ($interim, $r) = @{answer($s)};
+    my ($interim, $r) = @{answers_on($s)};
 
     is("@$interim", '', "$name: no 100 Continue");
     is($r->{status}, 200, "$name: 200");
@@ -100,7 +77,7 @@ sub check_no_body {
 
     http("GET $uri HTTP/1.1\r\nHost: localhost\r\n"
          . "Expect: 100-continue\r\n\r\n", socket => $s, start => 1);
-    my ($interim, $r) = @{answer($s)};
+    my ($interim, $r) = @{answers_on($s)};
 
     is("@$interim", '', "$name, no body: no 100 Continue");
     is($r->{status}, 200, "$name, no body: 200");

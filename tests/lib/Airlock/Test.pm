@@ -65,8 +65,8 @@ use Test::More ();
 use Time::HiRes qw(sleep time);
 
 our @EXPORT = qw(http http_get http_post parse_response header_lines
-                 echo_json json_lines allowed_cpus pin_cpus peer_unread
-                 wait_peer_read);
+                 answers_on echo_json json_lines allowed_cpus pin_cpus
+                 peer_unread wait_peer_read);
 
 my $TOP = abs_path(dirname(__FILE__) . '/../../..');
 
@@ -1112,6 +1112,33 @@ sub _headers {
     }
 
     return $out;
+}
+
+
+# The answers read on the connected socket S until a final one is
+# whole: [interim statuses (100 Continue...), the final answer as
+# parse_response gives it].  Bounded: http() waits at most its timeout
+# for each of four reads.
+sub answers_on {
+    my ($s) = @_;
+    my ($raw, @interim) = ('');
+
+    for (1 .. 4) {
+        $raw .= http(undef, socket => $s, one => 1, timeout => 10) // '';
+
+        my $r = parse_response($raw);
+
+        # an interim answer has no body: the next begins after its head
+        while (defined $r->{status} && $r->{status} =~ /^1\d\d$/) {
+            push @interim, $r->{status};
+            $raw =~ s/^.*?\r\n\r\n//s;
+            $r = parse_response($raw);
+        }
+
+        return [ \@interim, $r ] if $r->{complete};
+    }
+
+    return [ \@interim, parse_response($raw) ];
 }
 
 
